@@ -1,0 +1,276 @@
+"""Command line: ``bgremover remove | models``.
+
+Only argparse is imported at module level so that ``bgremover --version`` and
+``--help`` answer at once; the engine (numpy, Pillow, ONNX Runtime) is imported
+by the command that needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from . import __version__
+
+log = logging.getLogger("bgremover")
+
+EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class TerminalProgress:
+    """A one-line progress display on a terminal; silent when stderr is not one.
+
+    Frozen windowed apps have ``sys.stderr = None``: then nothing is written.
+    """
+
+    def __init__(self, stream: TextIO | None = None, enabled: bool = True) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled and self.stream is not None and _isatty(self.stream)
+        self._shown = False
+
+    def show(self, text: str) -> None:
+        if not self.enabled:
+            return
+        width = shutil.get_terminal_size((80, 20)).columns - 1
+        self.stream.write("\r" + text[:width].ljust(width))
+        self.stream.flush()
+        self._shown = True
+
+    def clear(self) -> None:
+        if self._shown:
+            width = shutil.get_terminal_size((80, 20)).columns - 1
+            self.stream.write("\r" + " " * width + "\r")
+            self.stream.flush()
+            self._shown = False
+
+    def download(self, name: str):  # -> ProgressCallback
+        def callback(done: int, total: int | None) -> None:
+            if total:
+                self.show(
+                    f"Downloading {name}: {done / 1e6:.1f} / {total / 1e6:.1f} MB "
+                    f"({100 * done / total:.0f}%)"
+                )
+            else:
+                self.show(f"Downloading {name}: {done / 1e6:.1f} MB")
+
+        return callback
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _err(message: str) -> None:
+    if sys.stderr is not None:
+        print(message, file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bgremover",
+        description="Remove image backgrounds with U²-Net models (ONNX Runtime, offline).",
+    )
+    parser.add_argument("--version", action="version", version=f"bgremover {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    rm = sub.add_parser(
+        "remove",
+        help="cut out images or folders of images",
+        description="Cut out the subject of each image. Folders are walked recursively and "
+        "their tree is mirrored under OUTPUT. Outputs that already exist are skipped, so a "
+        "rerun resumes an interrupted batch.",
+    )
+    rm.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="image files or folders")
+    rm.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="output folder (or, for a single input file, an output .png/.webp file)",
+    )
+    rm.add_argument(
+        "-m",
+        "--model",
+        default="u2netp",
+        help="registry model name (see `bgremover models list`) or path of an .onnx file",
+    )
+    rm.add_argument("--mask-only", action="store_true", help="write the alpha mask (greyscale)")
+    rm.add_argument(
+        "-f",
+        "--format",
+        choices=("png", "webp"),
+        default=None,
+        help="output format (default: png, or the output file's extension)",
+    )
+    rm.add_argument(
+        "-b",
+        "--background",
+        metavar="COLOR",
+        help="put the subject on a solid colour: name, #rrggbb[aa] or r,g,b[,a]",
+    )
+    rm.add_argument(
+        "--providers",
+        default="auto",
+        help="execution providers, best first: auto (default), cpu, cuda, coreml, "
+        "directml, ... comma-separated",
+    )
+    rm.add_argument(
+        "--threads", type=int, default=0, help="ONNX Runtime threads (0 = one per physical core)"
+    )
+    rm.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="redo outputs that already exist instead of skipping them",
+    )
+    rm.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+
+    models = sub.add_parser("models", help="list and download models")
+    msub = models.add_subparsers(dest="models_command", metavar="ACTION")
+    ls = msub.add_parser("list", help="list the registry's models and what is cached")
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+    pull = msub.add_parser("pull", help="download and verify a model into the cache")
+    pull.add_argument("name", help="model name")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(args.verbose, 2),
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    from .errors import BgRemoverError
+
+    try:
+        if args.command == "remove":
+            return cmd_remove(args)
+        if args.command == "models":
+            if args.models_command == "list":
+                return cmd_models_list(args)
+            if args.models_command == "pull":
+                return cmd_models_pull(args)
+            parser.parse_args(["models", "--help"])
+    except BgRemoverError as exc:  # model unavailable, bad option: nothing could run
+        _err(f"bgremover: {exc}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _err("\nbgremover: interrupted; finished outputs are kept, rerun to resume.")
+        return 130
+    return EXIT_USAGE
+
+
+def cmd_models_list(args: argparse.Namespace) -> int:
+    from .models import ModelStore
+
+    store = ModelStore()
+    records = store.list_models()
+    if args.json:
+        print(json.dumps({"cache": str(store.models_dir), "models": records}, indent=2))
+        return EXIT_OK
+    print(f"Model cache: {store.models_dir}")
+    for r in records:
+        state = "cached" if r["path"] else "not downloaded"
+        size = f"{r['bytes'] / 1e6:.1f} MB"
+        mark = " (default)" if r["default"] else ""
+        print(
+            f"  {r['name']:<18} {r['precision']:<5} {size:>9}  {state:<15} {r['description']}{mark}"
+        )
+    return EXIT_OK
+
+
+def cmd_models_pull(args: argparse.Namespace) -> int:
+    from .models import ModelStore, resolve_spec
+
+    spec = resolve_spec(args.name)
+    progress = TerminalProgress()
+    path = ModelStore().ensure(spec, progress.download(spec.name))
+    progress.clear()
+    print(f"{spec.name}: {path} (verified {spec.known_hash})")
+    return EXIT_OK
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    from .batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, plan_batch, run_batch
+    from .compose import ComposeOptions, parse_color
+    from .pipeline import Remover
+
+    fmt = args.format
+    if fmt is None:
+        suffix = args.output.suffix.lower().lstrip(".")
+        fmt = suffix if suffix in ("png", "webp") and len(args.inputs) == 1 else "png"
+    options = ComposeOptions(
+        mask_only=args.mask_only,
+        background=parse_color(args.background) if args.background else None,
+    )
+    plan = plan_batch(args.inputs, args.output, fmt)
+    for path, reason in plan.problems:
+        _err(f"bgremover: skipping {path}: {reason}")
+    if not plan.jobs:
+        _err("bgremover: no images to process" + (" (see above)." if plan.problems else "."))
+        return EXIT_USAGE if not plan.problems else EXIT_SOME_FAILED
+
+    progress = TerminalProgress(enabled=not args.quiet)
+    remover = Remover(
+        args.model, providers=args.providers, threads=args.threads,
+        progress=progress.download(args.model),
+    )  # fmt: skip
+    info = remover.load()  # obtain the model before the first image, with its own progress
+    progress.clear()
+    for reason in info.fallbacks:
+        _err(f"bgremover: provider fallback: {reason}")
+    log.info("Model %s on %s", remover.spec.name, ", ".join(info.active))
+
+    start = time.monotonic()
+    finished: BatchFinished | None = None
+    for event in run_batch(plan.jobs, remover, options, fmt, overwrite=args.overwrite):
+        if isinstance(event, (ItemDone, ItemSkipped, ItemFailed)):
+            if isinstance(event, ItemFailed):
+                progress.clear()
+                reason = event.reason
+                if str(event.job.source) not in reason:
+                    reason = f"{event.job.source}: {reason}"
+                _err(f"bgremover: failed: {reason}")
+            elif isinstance(event, ItemDone):
+                log.info("%s -> %s (%.2f s)", event.job.source, event.job.output, event.seconds)
+            progress.show(_progress_line(event.index, event.total, start, event.job.source))
+        elif isinstance(event, BatchFinished):
+            finished = event
+    progress.clear()
+    assert finished is not None
+    failed = finished.failed + len(plan.problems)
+    parts = [f"{finished.done} written"]
+    if finished.skipped:
+        parts.append(f"{finished.skipped} already done")
+    if failed:
+        parts.append(f"{failed} failed")
+    summary = f"bgremover: {', '.join(parts)} in {finished.seconds:.1f} s -> {args.output}"
+    if finished.stopped:
+        summary += f"\nbgremover: stopped early: {finished.stopped}"
+    _err(summary)
+    return EXIT_SOME_FAILED if failed else EXIT_OK
+
+
+def _progress_line(index: int, total: int, start: float, current: Path) -> str:
+    elapsed = time.monotonic() - start
+    left = elapsed / index * (total - index) if index else 0.0
+    eta = f"{int(left // 60)}:{int(left % 60):02d}"
+    return f"[{index}/{total}] {100 * index // total:3d}%  eta {eta}  {current.name}"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

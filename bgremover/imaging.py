@@ -1,0 +1,214 @@
+"""Reading images (orientation, modes, bit depths) and writing them atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
+
+from .errors import DiskFullError, ImageReadError, ImageWriteError
+
+#: File name endings walked when a folder is given. Pillow reads all of them.
+IMAGE_EXTENSIONS = frozenset(
+    [
+        ".jpg",
+        ".jpeg",
+        ".jpe",
+        ".jfif",
+        ".png",
+        ".webp",
+        ".bmp",
+        ".dib",
+        ".tif",
+        ".tiff",
+        ".gif",
+        ".ppm",
+        ".pgm",
+        ".pbm",
+        ".pnm",
+        ".tga",
+        ".ico",
+        ".jp2",
+        ".j2k",
+        ".jpx",
+        ".psd",
+        ".pcx",
+        ".sgi",
+        ".qoi",
+    ]
+)
+
+#: Output formats and the Pillow options they are written with.
+OUTPUT_FORMATS = {
+    "png": {"format": "PNG"},
+    # Lossy colour at a high quality, lossless alpha: edges stay exact, files stay small.
+    "webp": {"format": "WEBP", "quality": 90, "alpha_quality": 100, "method": 4},
+}
+
+#: Suffix of the temporary files that atomic writes rename into place. A file
+#: with this suffix is always an unfinished write and is safe to delete.
+TEMP_SUFFIX = ".bgremover-part"
+
+
+@dataclass(frozen=True)
+class LoadedImage:
+    """An upright 8-bit RGB image and the alpha channel it came with, if any."""
+
+    rgb: np.ndarray  # (H, W, 3) uint8
+    alpha: np.ndarray | None  # (H, W) uint8, None when the input had no transparency
+    source: str  # file path, or a short description for in-memory images
+    mode: str  # the Pillow mode the image was stored in
+
+
+def read_image(path: str | os.PathLike[str]) -> LoadedImage:
+    """Read an image file; any failure is an :class:`ImageReadError` naming the file."""
+    p = Path(path)
+    try:
+        if p.stat().st_size == 0:
+            raise ImageReadError(f"{p}: the file is empty (0 bytes). Re-export or re-copy it.")
+        with Image.open(p) as img:
+            img.load()  # decode now so that truncated files fail here, not later
+            return from_pil(img, str(p))
+    except ImageReadError:
+        raise
+    except FileNotFoundError:
+        raise ImageReadError(f"{p}: no such file.") from None
+    except PermissionError:
+        raise ImageReadError(f"{p}: permission denied; check the file's permissions.") from None
+    except IsADirectoryError:
+        raise ImageReadError(f"{p}: is a folder, not an image.") from None
+    except Image.DecompressionBombError as exc:
+        raise ImageReadError(f"{p}: refused as a possible decompression bomb ({exc}).") from None
+    except UnidentifiedImageError:
+        raise ImageReadError(
+            f"{p}: not an image format Pillow can read. Supported: JPEG, PNG, WebP, "
+            "TIFF, BMP, GIF and the other formats Pillow reads."
+        ) from None
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise ImageReadError(f"{p}: the image data is damaged or truncated ({exc}).") from None
+
+
+def from_pil(img: Image.Image, source: str = "<image>") -> LoadedImage:
+    """Normalise any Pillow image to upright RGB plus optional alpha."""
+    mode = img.mode
+    img = ImageOps.exif_transpose(img) or img
+    if img.mode == "CMYK" and img.info.get("icc_profile"):
+        img = _cmyk_to_srgb(img)
+    if img.mode.startswith("I") or img.mode == "F":
+        rgb = np.repeat(_to_uint8(np.asarray(img))[..., None], 3, axis=2)
+        return LoadedImage(rgb, None, source, mode)
+    has_alpha = img.mode in ("RGBA", "LA", "PA", "RGBa", "La") or (
+        img.mode in ("P", "L", "RGB") and "transparency" in img.info
+    )
+    if has_alpha:
+        rgba = np.asarray(img.convert("RGBA"))
+        alpha = rgba[..., 3]
+        rgb = np.ascontiguousarray(rgba[..., :3])
+        return LoadedImage(rgb, None if alpha.min() == 255 else alpha.copy(), source, mode)
+    return LoadedImage(np.asarray(img.convert("RGB")), None, source, mode)
+
+
+def from_array(array: np.ndarray, source: str = "<array>") -> LoadedImage:
+    """Accept (H, W), (H, W, 3) or (H, W, 4) uint8 arrays (RGB order)."""
+    if array.ndim == 2:
+        return from_pil(Image.fromarray(np.ascontiguousarray(array)), source)
+    if array.ndim == 3 and array.shape[2] in (3, 4) and array.dtype == np.uint8:
+        rgb = np.ascontiguousarray(array[..., :3])
+        alpha = array[..., 3].copy() if array.shape[2] == 4 else None
+        if alpha is not None and alpha.min() == 255:
+            alpha = None
+        return LoadedImage(rgb, alpha, source, "RGBA" if alpha is not None else "RGB")
+    raise ImageReadError(
+        f"{source}: expected a uint8 array of shape (H, W), (H, W, 3) or (H, W, 4), "
+        f"got {array.dtype} {array.shape}."
+    )
+
+
+def _to_uint8(values: np.ndarray) -> np.ndarray:
+    """Scale 16/32-bit integer or float greyscale to 8 bits without clipping to white."""
+    v = values.astype(np.float64)
+    if values.dtype.kind == "f":
+        top = 1.0 if np.nanmax(v, initial=0.0) <= 1.0 else 255.0
+        v = np.nan_to_num(v / top * 255.0)
+    elif np.max(v, initial=0) > 255:
+        v = v / 257.0  # 16-bit range 0..65535 onto 0..255
+    return np.clip(np.rint(v), 0, 255).astype(np.uint8)
+
+
+def _cmyk_to_srgb(img: Image.Image) -> Image.Image:
+    try:
+        src = ImageCms.ImageCmsProfile(io.BytesIO(img.info["icc_profile"]))
+        return ImageCms.profileToProfile(img, src, ImageCms.createProfile("sRGB"), outputMode="RGB")
+    except (ImageCms.PyCMSError, OSError):
+        return img.convert("RGB")  # a broken profile: the naive conversion is still usable
+
+
+def is_complete_image(path: Path) -> bool:
+    """True when ``path`` is a readable image file (used to skip finished outputs)."""
+    try:
+        if path.stat().st_size == 0:
+            return False
+        with Image.open(path) as img:
+            img.verify()
+        return True
+    except Exception:
+        return False
+
+
+def write_image(img: Image.Image, path: Path, fmt: str) -> int:
+    """Write ``img`` to ``path`` atomically and return the bytes written.
+
+    The data goes to a temporary file in the same folder, is flushed to disk and
+    then renamed over ``path``: readers (and a rerun after a crash) see either
+    no file or the complete one.
+    """
+    if fmt not in OUTPUT_FORMATS:
+        raise ImageWriteError(
+            f"Unknown output format {fmt!r}; use one of {sorted(OUTPUT_FORMATS)}."
+        )
+    options = dict(OUTPUT_FORMATS[fmt])
+    if fmt == "webp" and img.mode == "L":
+        options.update(lossless=True)  # masks are data: keep them exact
+    tmp_name = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # O_EXCL with mode 0o666 (the umask applies): private like mkstemp's
+        # temp names, but the finished file gets the user's normal permissions.
+        tmp_name = str(path.parent / f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+        fd = os.open(
+            tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666
+        )
+        with os.fdopen(fd, "wb") as fh:
+            img.save(fh, **options)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, path)
+        tmp_name = None
+        return path.stat().st_size
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise DiskFullError(
+                f"{path}: the disk is full; free some space and run again "
+                "(finished files are kept, this one was not written)."
+            ) from None
+        raise ImageWriteError(_write_failure(path, exc)) from None
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+
+
+def _write_failure(path: Path, exc: OSError) -> str:
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (
+            f"{path}: cannot write there (permission denied or read-only); "
+            "choose another output folder."
+        )
+    return f"{path}: could not be written ({exc.strerror or exc})."

