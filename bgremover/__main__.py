@@ -1,8 +1,17 @@
-"""``python -m bgremover``: the command line."""
+"""``python -m bgremover``: the app when run without arguments, else the command line."""
 
 import sys
 
-from .cli import main
+
+def run() -> int:
+    if len(sys.argv) == 1:
+        from .gui import main as gui_main
+
+        return gui_main([])
+    from .cli import main
+
+    return main()
+
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

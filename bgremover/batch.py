@@ -53,9 +53,8 @@ def walk_images(folder: Path, exclude: Path | None = None) -> list[Path]:
     for root, dirs, files in os.walk(folder):
         root_path = Path(root)
         dirs[:] = sorted(
-            d for d in dirs
-            if not d.startswith(".") and (root_path / d).resolve() != excluded
-        )  # fmt: skip
+            d for d in dirs if not d.startswith(".") and (root_path / d).resolve() != excluded
+        )
         found.extend(root_path / f for f in sorted(files) if is_image_name(Path(f)))
     return found
 

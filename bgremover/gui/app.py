@@ -1,0 +1,117 @@
+"""``bgremover-gui [FILES or FOLDERS...] [--compare] [--screenshot OUT.png]``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from .. import __version__
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bgremover-gui", description="bgremover desktop app")
+    parser.add_argument("paths", nargs="*", type=Path, help="images or folders to open")
+    parser.add_argument(
+        "--compare", action="store_true", help="show the fp32 | int8 comparison of the first image"
+    )
+    parser.add_argument(
+        "--screenshot",
+        type=Path,
+        metavar="OUT.png",
+        help="when everything is processed, save a PNG of the window and exit",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=600,
+        help="with --screenshot: give up after this many seconds (exit 1)",
+    )
+    parser.add_argument("--version", action="version", version=f"bgremover {__version__}")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if (
+        args.screenshot
+        and "QT_QPA_PLATFORM" not in os.environ
+        and not os.environ.get("DISPLAY")
+        and sys.platform.startswith("linux")
+    ):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"  # scripted runs need no screen
+    from PySide6.QtCore import QTimer
+
+    from .window import MainWindow, application
+
+    app = application()
+    window = MainWindow()
+    window.show()
+    launched = time.monotonic()
+    exit_code = {"value": 0}
+
+    if args.paths:
+        missing = [p for p in args.paths if not p.exists()]
+        for p in missing:
+            window.statusBar().showMessage(f"Not found: {p}", 8000)
+        window.add_paths([p for p in args.paths if p.exists()])
+        if args.compare:
+            window.tabs.setCurrentWidget(window.compare)
+            window.queue.setCurrentRow(0)
+
+    if args.screenshot:
+        out: Path = args.screenshot
+
+        def shoot() -> None:
+            app.processEvents()
+            failed = [e for e in window.entries.values() if e.status == "failed" or e.compare_error]
+            if not window.entries:
+                print(
+                    "bgremover-gui: nothing to process (no images given or found)", file=sys.stderr
+                )
+                exit_code["value"] = 1
+            for e in failed:
+                print(f"bgremover-gui: {e.name}: {e.error or e.compare_error}", file=sys.stderr)
+                exit_code["value"] = 1
+            if not window.grab().save(str(out)):
+                print(f"bgremover-gui: could not write {out}", file=sys.stderr)
+                exit_code["value"] = 1
+            else:
+                print(
+                    f"bgremover-gui: screenshot {out} ({time.monotonic() - launched:.1f} s "
+                    "after launch)"
+                )
+            window.close()
+            app.quit()
+
+        def settled() -> None:
+            if args.compare and window.entries:
+                entry = window.current_entry()
+                if (
+                    entry is not None
+                    and entry.compared is None
+                    and not entry.compare_error
+                    and entry.status != "failed"
+                ):
+                    return
+            QTimer.singleShot(300, shoot)  # let the views repaint first
+
+        def give_up() -> None:
+            print(f"bgremover-gui: still busy after {args.timeout:.0f} s", file=sys.stderr)
+            exit_code["value"] = 1
+            shoot()
+
+        window.settled.connect(settled)
+        QTimer.singleShot(int(args.timeout * 1000), give_up)
+        if not window.entries:
+            QTimer.singleShot(300, shoot)
+
+    code = app.exec()
+    return exit_code["value"] or code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

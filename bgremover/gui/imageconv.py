@@ -1,0 +1,67 @@
+"""numpy <-> Qt image conversion and the colour map of the difference heatmap.
+
+QImage (unlike QPixmap) may be built on the worker thread, so the heavy
+conversions happen there and the GUI thread only shows the results.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+
+#: Anchor colours of the |Δα| heatmap, from 0 (no difference) to 1: black,
+#: deep purple, red, orange, pale yellow. Perceptually ordered and readable in print.
+_ANCHORS = np.array(
+    [[0, 0, 0], [60, 15, 110], [190, 40, 80], [250, 140, 20], [252, 250, 190]], dtype=np.float64
+)
+
+
+def heat_lut() -> np.ndarray:
+    """256 x 3 uint8 lookup table interpolated between the anchors."""
+    xs = np.linspace(0, 1, len(_ANCHORS))
+    t = np.linspace(0, 1, 256)
+    return np.stack([np.interp(t, xs, _ANCHORS[:, c]) for c in range(3)], axis=1).astype(np.uint8)
+
+
+HEAT_LUT = heat_lut()
+
+
+def heatmap(diff: np.ndarray, full_scale: float = 1.0) -> np.ndarray:
+    """|Δ| in [0, 1] -> RGB uint8, saturating at ``full_scale``."""
+    idx = np.clip(np.asarray(diff, dtype=np.float32) / full_scale * 255.0, 0, 255).astype(np.uint8)
+    return HEAT_LUT[idx]
+
+
+def to_qimage(array: np.ndarray) -> QImage:
+    """uint8 (H, W) grey, (H, W, 3) RGB or (H, W, 4) RGBA -> an independent QImage."""
+    a = np.ascontiguousarray(array)
+    h, w = a.shape[:2]
+    if a.ndim == 2:
+        fmt, stride = QImage.Format.Format_Grayscale8, w
+    elif a.shape[2] == 3:
+        fmt, stride = QImage.Format.Format_RGB888, 3 * w
+    else:
+        fmt, stride = QImage.Format.Format_RGBA8888, 4 * w
+    # .copy() detaches the QImage from the numpy buffer, which may be freed.
+    return QImage(a.data, w, h, stride, fmt).copy()
+
+
+def qimage_to_rgba(image: QImage) -> np.ndarray:
+    """A QImage (e.g. from the clipboard) -> RGBA uint8 array."""
+    img = image.convertToFormat(QImage.Format.Format_RGBA8888)
+    w, h = img.width(), img.height()
+    buf = np.frombuffer(img.constBits(), dtype=np.uint8, count=img.sizeInBytes())
+    return buf.reshape(h, img.bytesPerLine())[:, : 4 * w].reshape(h, w, 4).copy()
+
+
+def thumbnail(rgb: np.ndarray, alpha: np.ndarray | None, side: int = 64) -> QImage:
+    """A small preview of a cutout (or of the original when ``alpha`` is None)."""
+    h, w = rgb.shape[:2]
+    step = max(1, max(h, w) // (side * 2))
+    small = rgb[::step, ::step]
+    if alpha is not None:
+        small = np.dstack([small, alpha[::step, ::step]])
+    return to_qimage(small).scaled(
+        side, side, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation
+    )

@@ -1,0 +1,154 @@
+"""Image views: zoom (wheel, fit, 100 %), pan, a checkerboard under transparency,
+and a lock that keeps several views on the same zoom and position."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QPixmap, QTransform, QWheelEvent
+from PySide6.QtWidgets import QGraphicsPixmapItem, QGraphicsScene, QGraphicsView, QWidget
+
+MIN_ZOOM, MAX_ZOOM = 0.02, 64.0
+
+
+def checkerboard_brush(cell: int = 10) -> QBrush:
+    tile = QPixmap(2 * cell, 2 * cell)
+    tile.fill(QColor(204, 204, 204))
+    painter = QPainter(tile)
+    painter.fillRect(0, 0, cell, cell, QColor(245, 245, 245))
+    painter.fillRect(cell, cell, cell, cell, QColor(245, 245, 245))
+    painter.end()
+    return QBrush(tile)
+
+
+class ImageView(QGraphicsView):
+    """Shows one image; wheel zooms around the cursor, dragging pans.
+
+    ``viewChanged`` fires whenever zoom or position change through the user,
+    so that a :class:`ViewLock` can mirror it in other views.
+    """
+
+    viewChanged = Signal()
+
+    def __init__(self, parent: QWidget | None = None, checkerboard: bool = True) -> None:
+        super().__init__(parent)
+        self._scene = QGraphicsScene(self)
+        self.setScene(self._scene)
+        self._item = QGraphicsPixmapItem()
+        self._item.setTransformationMode(Qt.TransformationMode.SmoothTransformation)
+        self._scene.addItem(self._item)
+        self._checker = checkerboard_brush() if checkerboard else None
+        self._fit = True
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
+        self.setBackgroundBrush(self.palette().window())
+        self.horizontalScrollBar().valueChanged.connect(self._user_moved)
+        self.verticalScrollBar().valueChanged.connect(self._user_moved)
+        self._syncing = False
+
+    # -- content -------------------------------------------------------
+    def set_image(self, image: QImage | None, size: tuple[int, int] | None = None) -> None:
+        """Show ``image``; ``size`` (w, h) stretches it (e.g. a 320² raw output over a photo)."""
+        if image is None or image.isNull():
+            self._item.setPixmap(QPixmap())
+            self._scene.setSceneRect(QRectF())
+            return
+        pixmap = QPixmap.fromImage(image)
+        self._item.setPixmap(pixmap)
+        w, h = size or (pixmap.width(), pixmap.height())
+        self._item.setTransform(QTransform.fromScale(w / pixmap.width(), h / pixmap.height()))
+        self._item.setTransformationMode(
+            Qt.TransformationMode.FastTransformation
+            if size and size[0] > pixmap.width()
+            else Qt.TransformationMode.SmoothTransformation
+        )
+        self._scene.setSceneRect(QRectF(0, 0, w, h))
+        if self._fit:
+            self.fit()
+
+    def has_image(self) -> bool:
+        return not self._item.pixmap().isNull()
+
+    # -- zoom ----------------------------------------------------------
+    @property
+    def zoom(self) -> float:
+        return self.transform().m11()
+
+    def set_zoom(self, factor: float) -> None:
+        factor = min(MAX_ZOOM, max(MIN_ZOOM, factor))
+        self._fit = False
+        self.setTransform(QTransform.fromScale(factor, factor))
+        self.viewChanged.emit()
+
+    def zoom_by(self, step: float) -> None:
+        self.set_zoom(self.zoom * step)
+
+    def actual_size(self) -> None:
+        self.set_zoom(1.0)
+
+    def fit(self) -> None:
+        self._fit = True
+        if self._scene.sceneRect().isEmpty():
+            return
+        self.fitInView(self._scene.sceneRect(), Qt.AspectRatioMode.KeepAspectRatio)
+        self.viewChanged.emit()
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        steps = event.angleDelta().y() / 120.0
+        if steps:
+            self.zoom_by(1.25**steps)
+        event.accept()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self._fit:
+            self.fit()
+
+    def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
+        super().drawBackground(painter, rect)
+        if self._checker is not None and self.has_image():
+            painter.save()
+            painter.setTransform(QTransform())  # a checkerboard of screen-sized cells
+            area = self.mapFromScene(self._scene.sceneRect()).boundingRect()
+            painter.fillRect(area, self._checker)
+            painter.restore()
+
+    # -- view lock -----------------------------------------------------
+    def _user_moved(self) -> None:
+        if not self._syncing:
+            self.viewChanged.emit()
+
+    def center_point(self) -> QPointF:
+        return self.mapToScene(self.viewport().rect().center())
+
+    def follow(self, other: ImageView) -> None:
+        """Take ``other``'s zoom and centre without echoing a change back."""
+        self._syncing = True
+        try:
+            self._fit = other._fit
+            self.setTransform(other.transform())
+            self.centerOn(other.center_point())
+        finally:
+            self._syncing = False
+
+
+class ViewLock:
+    """Keeps views on the same zoom and position: what one does, the others do."""
+
+    def __init__(self, *views: ImageView) -> None:
+        self.views = views
+        self._busy = False
+        for view in views:
+            view.viewChanged.connect(lambda v=view: self._mirror(v))
+
+    def _mirror(self, source: ImageView) -> None:
+        if self._busy:
+            return
+        self._busy = True
+        try:
+            for view in self.views:
+                if view is not source:
+                    view.follow(source)
+        finally:
+            self._busy = False
