@@ -95,3 +95,18 @@ def run_cli(*args: str, env: dict[str, str] | None = None, check: bool = False):
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def run_gui(*args: str, timeout: int = 600):
+    """Run `bgremover-gui ARGS` offscreen in a subprocess with isolated settings."""
+    import tempfile
+
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": tempfile.mkdtemp()}
+    code = "import sys; from bgremover.gui import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )

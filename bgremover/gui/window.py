@@ -124,6 +124,11 @@ class MainWindow(QMainWindow):
         self.thread_.quit()
         self.thread_.wait()
         save_settings(self.settings)
+        # Drop the results (and their QImages) while Qt is still fully alive,
+        # rather than leaving them to garbage collection at interpreter exit.
+        self.entries.clear()
+        self.queue.clear()
+        self.compare.clear()
         super().closeEvent(event)
 
     # ------------------------------------------------------------------ layout
@@ -578,7 +583,7 @@ class MainWindow(QMainWindow):
             dialog.setWindowTitle("Preparing the model")
             dialog.setCancelButtonText("Cancel")
             dialog.setMinimumDuration(300)
-            dialog.canceled.connect(self.worker.cancel)
+            dialog.canceled.connect(self.worker.cancel, Qt.ConnectionType.DirectConnection)
             self._progress_dialog = dialog
         d = self._progress_dialog
         if task == "download":
@@ -725,7 +730,7 @@ class MainWindow(QMainWindow):
                 self, str(folder or self.settings.last_folder), self.settings.last_output_folder
             )
             dialog.startRequested.connect(self.start_batch)
-            dialog.cancelRequested.connect(self.worker.cancel)
+            dialog.cancelRequested.connect(self.worker.cancel, Qt.ConnectionType.DirectConnection)
             self.worker.batchProgress.connect(dialog.on_progress)
             self._batch_dialog = dialog
         elif folder is not None:

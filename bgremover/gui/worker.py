@@ -123,7 +123,8 @@ class Worker(QObject):
         self._cancel = threading.Event()
         self._last_emit = 0.0
 
-    # Called from the GUI thread: a plain flag, read between images and chunks.
+    # Called from the GUI thread, directly (not queued: the worker's event loop is
+    # busy while it runs a batch). A plain flag, read between images and chunks.
     def cancel(self) -> None:
         self._cancel.set()
 

@@ -1,0 +1,112 @@
+"""Longest stall of the GUI thread while the app processes 20 images.
+
+    python tests/benchmarks/gui_stall.py FOLDER [--count 20]
+
+A 5 ms QTimer ticks on the GUI thread; the largest gap between two ticks,
+minus the interval, is the longest time the GUI could not respond. Measured
+twice: 20 images dropped into the queue (results, thumbnails and the viewer
+update on the GUI thread) and a 20-image batch through the batch dialog.
+Runs offscreen; settings are isolated in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtCore import QSettings, QTimer  # noqa: E402
+
+from bgremover.batch import walk_images  # noqa: E402
+from bgremover.gui.window import MainWindow, application  # noqa: E402
+
+INTERVAL_MS = 5
+
+
+class StallMeter:
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+        self.worst = 0.0
+        self.timer = QTimer()
+        self.timer.setInterval(INTERVAL_MS)
+        self.timer.timeout.connect(self.tick)
+
+    def tick(self) -> None:
+        now = time.perf_counter()
+        self.worst = max(self.worst, now - self.last - INTERVAL_MS / 1000)
+        self.last = now
+
+    def start(self) -> None:
+        self.last = time.perf_counter()
+        self.worst = 0.0
+        self.timer.start()
+
+
+def wait_for(app, condition, timeout: float = 600) -> None:
+    end = time.monotonic() + timeout
+    while not condition():
+        app.processEvents()
+        time.sleep(0.001)
+        if time.monotonic() > end:
+            raise SystemExit("timed out")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--count", type=int, default=20)
+    args = parser.parse_args()
+    images = walk_images(args.folder)[: args.count]
+    if len(images) < args.count:
+        raise SystemExit(f"need {args.count} images in {args.folder}, found {len(images)}")
+
+    tmp = Path(tempfile.mkdtemp(prefix="bgremover-stall-"))
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp / "settings"))
+    app = application()
+    window = MainWindow()
+    window.show()
+    meter = StallMeter()
+    try:
+        # Warm up: the session is created (and the model obtained) before measuring.
+        window.add_paths(images[:1])
+        wait_for(app, lambda: all(e.status in ("done", "failed") for e in window.entries.values()))
+        window.clear_queue()
+
+        meter.start()
+        start = time.perf_counter()
+        window.add_paths(images)
+        wait_for(app, lambda: all(e.status in ("done", "failed") for e in window.entries.values()))
+        queue_time, queue_stall = time.perf_counter() - start, meter.worst
+
+        batch_in = tmp / "in"
+        batch_in.mkdir()
+        for i, src in enumerate(images):
+            shutil.copy(src, batch_in / f"{i:02d}_{src.name}")
+        dialog = window.open_batch(batch_in)
+        dialog.output_edit.setText(str(tmp / "out"))
+        meter.start()
+        start = time.perf_counter()
+        dialog.start_button.click()
+        app.processEvents()
+        wait_for(app, lambda: not dialog.running)
+        batch_time, batch_stall = time.perf_counter() - start, meter.worst
+    finally:
+        window.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    del window, meter
+    app.shutdown()  # tear Qt down before the interpreter does
+
+    print(f"{len(images)} images from {args.folder}")
+    print(f"queue: {queue_time:.1f} s, longest GUI-thread stall {1000 * queue_stall:.0f} ms")
+    print(f"batch: {batch_time:.1f} s, longest GUI-thread stall {1000 * batch_stall:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

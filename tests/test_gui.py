@@ -1,0 +1,235 @@
+"""The desktop app, offscreen, with real widgets, the real worker thread and u2netp."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+pytest.importorskip("PySide6")
+from PySide6.QtCore import QMimeData, QObject, QPointF, QSettings, Qt, QUrl, Signal, Slot
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QMessageBox
+
+from bgremover.imaging import TEMP_SUFFIX
+
+from conftest import DATA, SAMPLE
+
+pytestmark = pytest.mark.model
+WAIT_MS = 300_000  # the first comparison makes the int8 model
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path_factory: pytest.TempPathFactory):
+    folder = tmp_path_factory.mktemp("qsettings")
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
+    yield folder
+
+
+@pytest.fixture()
+def window(qtbot, u2netp_path):
+    from bgremover.gui.window import MainWindow
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    return win
+
+
+def drop_files(window, paths: list[Path]) -> None:
+    data = QMimeData()
+    data.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    event = QDropEvent(
+        QPointF(100, 100),
+        Qt.DropAction.CopyAction,
+        data,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    window.dropEvent(event)
+
+
+def test_drop_leads_to_a_cutout(qtbot, window) -> None:
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        drop_files(window, [SAMPLE])
+    entry = window.current_entry()
+    assert entry is not None and entry.status == "done"
+    assert entry.processed.cutout.width() == 512 and entry.processed.cutout.height() == 600
+    assert window.viewer.has_image()
+    assert "done" in window.queue.item(0).text()
+    assert not window.queue.item(0).icon().isNull()
+    for mode in ("original", "mask", "cutout"):
+        window.set_view_mode(mode)
+        assert window.viewer.has_image()
+    assert window.act_save.isEnabled() and window.act_copy.isEnabled()
+
+
+def test_dropped_folder_is_walked(qtbot, window, tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    shutil.copy(SAMPLE, tmp_path / "a.jpg")
+    shutil.copy(DATA / "skimage_chelsea.png", tmp_path / "sub" / "b.png")
+    (tmp_path / "notes.txt").write_text("not an image")
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        drop_files(window, [tmp_path])
+    assert sorted(e.name for e in window.entries.values()) == ["a.jpg", "b.png"]
+    assert all(e.status == "done" for e in window.entries.values())
+
+
+def test_comparison_view_shows_masks_heatmap_and_numbers(qtbot, window) -> None:
+    window.tabs.setCurrentWidget(window.compare)
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.add_paths([DATA / "skimage_chelsea.png"])
+    view = window.compare
+    assert view.result is not None
+    for pane in (view.fp32_view, view.int8_view, view.diff_view):
+        assert pane.has_image()
+    numbers = {k: label.text() for k, label in view.numbers.items()}
+    assert all(text != "–" for text in numbers.values()), numbers
+    iou = float(numbers["iou"])
+    assert 0.0 < iou <= 1.0
+    assert "CPU" in numbers["prov"]
+    # Zoom and pan are locked across the three panes.
+    view.fp32_view.set_zoom(3.0)
+    assert view.int8_view.zoom == pytest.approx(3.0) and view.diff_view.zoom == pytest.approx(3.0)
+    view.raw_toggle.setChecked(True)
+    assert view.titles[0].text() == "fp32 raw output" and view.fp32_view.has_image()
+
+
+def test_corrupt_file_shows_error_and_app_goes_on(qtbot, window, tmp_path: Path) -> None:
+    bad = tmp_path / "broken.jpg"
+    bad.write_bytes(b"\xff\xd8\xff\xe0 definitely not a jpeg")
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.add_paths([bad])
+    entry = window.current_entry()
+    assert entry.status == "failed" and "broken.jpg" in entry.error
+    assert "Failed" in window.detail.text()
+    assert "broken.jpg" in window.queue.item(0).toolTip()
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.add_paths([SAMPLE])
+    assert [e.status for e in window.entries.values()] == ["failed", "done"]
+
+
+def test_unexpected_error_shows_traceback_details(qtbot, window, monkeypatch) -> None:
+    from bgremover.pipeline import Remover
+
+    def explode(self, image):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(Remover, "remove", explode)
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.add_paths([SAMPLE])
+    boxes = [w for w in window.findChildren(QMessageBox)]
+    assert boxes, "an error dialog should be open"
+    assert "simulated bug" in boxes[-1].text()
+    assert "Traceback" in boxes[-1].detailedText()
+
+
+def test_save_cutout_and_mask(qtbot, window, tmp_path: Path) -> None:
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.add_paths([SAMPLE])
+    entry = window.current_entry()
+    assert window.save_result(entry, tmp_path / "cut.png")
+    assert window.save_result(entry, tmp_path / "mask.webp", mask_only=True)
+    assert Image.open(tmp_path / "cut.png").mode == "RGBA"
+    assert Image.open(tmp_path / "mask.webp").size == (512, 600)
+    assert not list(tmp_path.glob(f"*{TEMP_SUFFIX}"))
+
+
+def test_settings_persist(qtbot, u2netp_path) -> None:
+    from bgremover.gui.window import MainWindow
+
+    first = MainWindow()
+    qtbot.addWidget(first)
+    first._select(first.precision_box, "int8")
+    first._select(first.format_box, "webp")
+    first.mask_only_box.setChecked(True)
+    first.close()
+    second = MainWindow()
+    qtbot.addWidget(second)
+    assert second.settings.precision == "int8" and second.precision_box.currentData() == "int8"
+    assert second.settings.output_format == "webp" and second.settings.mask_only
+    assert second.mask_only_box.isChecked()
+
+
+class Recorder(QObject):
+    """Receives the worker's batch events on the GUI thread (queued connection)."""
+
+    finished = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list = []
+
+    @Slot(object)
+    def record(self, progress) -> None:
+        self.events.append(progress)
+        if progress.kind in ("cancelled", "finished"):
+            self.finished.emit()
+
+
+def test_batch_cancel_leaves_only_complete_files_and_resumes(qtbot, window, tmp_path) -> None:
+    src = tmp_path / "in"
+    (src / "nested").mkdir(parents=True)
+    photos = [SAMPLE, DATA / "skimage_chelsea.png", DATA / "skimage_coffee.png"]
+    for i in range(8):
+        photo = photos[i % len(photos)]
+        folder = src / "nested" if i % 2 else src
+        shutil.copy(photo, folder / f"img{i}{photo.suffix}")
+    out = tmp_path / "out"
+    dialog = window.open_batch(src)
+    dialog.output_edit.setText(str(out))
+    recorder = Recorder()
+    window.worker.batchProgress.connect(recorder.record)
+
+    with qtbot.waitSignal(recorder.finished, timeout=WAIT_MS):
+        dialog.start_button.click()
+        qtbot.waitUntil(lambda: dialog.progress.value() >= 2, timeout=WAIT_MS)
+        dialog.cancel_button.click()  # what the user does: Cancel, mid-batch
+    assert recorder.events[-1].kind == "cancelled", [p.kind for p in recorder.events]
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert 2 <= len(written) < 8
+    for path in written:
+        assert not path.name.endswith(TEMP_SUFFIX)
+        with Image.open(path) as img:
+            img.load()  # complete, decodable files only
+    assert "Cancelled" in dialog.status.text()
+
+    recorder.events.clear()
+    with qtbot.waitSignal(recorder.finished, timeout=WAIT_MS):
+        dialog.start_button.click()  # a rerun resumes
+    final = recorder.events[-1]
+    assert final.kind == "finished" and final.skipped == len(written)
+    assert final.done + final.skipped == 8
+    assert len([p for p in out.rglob("*") if p.is_file()]) == 8
+    assert (out / "nested" / "img1.png").is_file()
+    assert "Finished" in dialog.status.text()
+
+
+def test_clipboard_paste(qtbot, window) -> None:
+    from PySide6.QtGui import QGuiApplication
+
+    from bgremover.gui.imageconv import to_qimage
+
+    rgb = np.asarray(Image.open(SAMPLE).convert("RGB"))
+    QGuiApplication.clipboard().setImage(to_qimage(rgb))
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.paste()
+    entry = window.current_entry()
+    assert entry.name == "Pasted image 1" and entry.status == "done"
+
+
+def test_screenshot_mode(tmp_path: Path, u2netp_path) -> None:
+    from conftest import run_gui
+
+    shot = tmp_path / "shot.png"
+    proc = run_gui(str(SAMPLE), "--screenshot", str(shot))
+    assert proc.returncode == 0, proc.stderr
+    img = Image.open(shot)
+    assert img.size[0] >= 800 and img.size[1] >= 500
+    bad = tmp_path / "bad.png"
+    bad.write_text("nope")
+    proc = run_gui(str(bad), "--screenshot", str(tmp_path / "bad_shot.png"))
+    assert proc.returncode == 1 and "bad.png" in proc.stderr
