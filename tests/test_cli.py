@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +20,9 @@ def test_version_is_fast_and_light() -> None:
 
 
 def test_no_command_prints_help() -> None:
-    proc = run_cli()
+    """`bgremover` alone prints help (`python -m bgremover` alone opens the app instead)."""
+    code = "import sys; from bgremover.cli import main; sys.exit(main([]))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "remove" in proc.stdout
 
 

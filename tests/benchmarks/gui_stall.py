@@ -21,10 +21,10 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import QSettings, QTimer  # noqa: E402
+from PySide6.QtCore import QSettings, QTimer
 
-from bgremover.batch import walk_images  # noqa: E402
-from bgremover.gui.window import MainWindow, application  # noqa: E402
+from bgremover.batch import walk_images
+from bgremover.gui.window import MainWindow, application
 
 INTERVAL_MS = 5
 
@@ -99,8 +99,6 @@ def main() -> int:
     finally:
         window.close()
         shutil.rmtree(tmp, ignore_errors=True)
-    del window, meter
-    app.shutdown()  # tear Qt down before the interpreter does
 
     print(f"{len(images)} images from {args.folder}")
     print(f"queue: {queue_time:.1f} s, longest GUI-thread stall {1000 * queue_stall:.0f} ms")
