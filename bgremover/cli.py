@@ -153,6 +153,43 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     pull = msub.add_parser("pull", help="download and verify a model into the cache")
     pull.add_argument("name", help="model name")
+    quant = msub.add_parser("quantize", help="make the int8 version of a model (cached)")
+    quant.add_argument("name", help="model name or .onnx path")
+    quant.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="DIR",
+        help="folder of photos to calibrate on (default: the photos shipped with bgremover)",
+    )
+    quant.add_argument(
+        "--recipe", default=None, help="quantization recipe (default: the faithful one)"
+    )
+    quant.add_argument("--force", action="store_true", help="make it again even if cached")
+
+    cmp = sub.add_parser(
+        "compare",
+        help="fp32 vs int8 masks side by side, with fidelity numbers",
+        description="For each image: a PNG with the input, the fp32 mask, the int8 mask and the "
+        "|Δα| heatmap, and a JSON file with the metrics and timings.",
+    )
+    cmp.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
+    cmp.add_argument("-o", "--output", type=Path, required=True, help="output folder")
+    cmp.add_argument("-m", "--model", default="u2netp")
+    cmp.add_argument("--recipe", default=None, help="int8 recipe to compare (default: the default)")
+    cmp.add_argument("--providers", default="auto")
+    cmp.add_argument("--threads", type=int, default=0)
+
+    bench = sub.add_parser("bench", help="time inference per precision and provider")
+    bench.add_argument("-m", "--model", default="u2netp")
+    bench.add_argument("--runs", type=int, default=20, help="timed runs after warm-up")
+    bench.add_argument(
+        "--image",
+        type=Path,
+        default=None,
+        help="photo for the stage breakdown (default: the bundled sample)",
+    )
+    bench.add_argument("--threads", type=int, default=0)
+    bench.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
 
 
@@ -171,11 +208,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "remove":
             return cmd_remove(args)
+        if args.command == "compare":
+            from .evaluation import cmd_compare
+
+            return cmd_compare(args, TerminalProgress())
+        if args.command == "bench":
+            from .evaluation import cmd_bench
+
+            return cmd_bench(args, TerminalProgress())
         if args.command == "models":
             if args.models_command == "list":
                 return cmd_models_list(args)
             if args.models_command == "pull":
                 return cmd_models_pull(args)
+            if args.models_command == "quantize":
+                return cmd_models_quantize(args)
             parser.parse_args(["models", "--help"])
     except BgRemoverError as exc:  # model unavailable, bad option: nothing could run
         _err(f"bgremover: {exc}")
@@ -187,10 +234,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
-    from .models import ModelStore
+    from .models import REGISTRY, ModelStore
+    from .quantize import cached_int8
 
     store = ModelStore()
-    records = store.list_models()
+    records = []
+    for record, spec in zip(store.list_models(), REGISTRY.values(), strict=True):
+        records.append(record)
+        for int8 in cached_int8(store, spec):
+            records.append({**record, **int8, "default": False})
     if args.json:
         print(json.dumps({"cache": str(store.models_dir), "models": records}, indent=2))
         return EXIT_OK
@@ -199,6 +251,8 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         state = "cached" if r["path"] else "not downloaded"
         size = f"{r['bytes'] / 1e6:.1f} MB"
         mark = " (default)" if r["default"] else ""
+        if r["precision"] == "int8":
+            mark = f" [int8 recipe: {r['recipe']}]"
         print(
             f"  {r['name']:<18} {r['precision']:<5} {size:>9}  {state:<15} {r['description']}{mark}"
         )
@@ -214,6 +268,33 @@ def cmd_models_pull(args: argparse.Namespace) -> int:
     path = ModelStore().ensure(spec, lambda done, total: report("download", done, total))
     progress.clear()
     print(f"{spec.name}: {path} (verified {spec.known_hash})")
+    return EXIT_OK
+
+
+def cmd_models_quantize(args: argparse.Namespace) -> int:
+    from .models import ModelStore, resolve_spec
+    from .quantize import DEFAULT_RECIPE, ensure_int8, int8_path
+
+    spec = resolve_spec(args.name)
+    store = ModelStore()
+    recipe = args.recipe or DEFAULT_RECIPE
+    progress = TerminalProgress()
+    report = progress.task(spec.name)
+    fp32 = store.ensure(spec, lambda done, total: report("download", done, total))
+    target = int8_path(store, spec, fp32, recipe, args.calibration)
+    if args.force and target.exists():
+        target.unlink()
+    start = time.monotonic()
+    path = ensure_int8(
+        spec,
+        store,
+        recipe,
+        args.calibration,
+        lambda done, total: report("quantize", done, total),
+        fp32,
+    )
+    progress.clear()
+    print(f"{spec.name} int8 ({recipe}): {path} ({time.monotonic() - start:.1f} s)")
     return EXIT_OK
 
 

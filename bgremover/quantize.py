@@ -182,7 +182,8 @@ def quantize_model(
         del model.graph.output[1:]
     input_name = model.graph.input[0].name
     samples = list(calibration_samples(images))
-    side = spec.input_size
+    # The file's own input size when it declares a fixed one, as the session does.
+    side = model.graph.input[0].type.tensor_type.shape.dim[-1].dim_value or spec.input_size
 
     class Reader(q.CalibrationDataReader):
         def __init__(self) -> None:
@@ -204,19 +205,12 @@ def quantize_model(
         src = Path(tmp) / "fp32.onnx"
         onnx.save(model, str(src))
         dst = Path(tmp) / "int8.onnx"
-        q.quantize_static(
-            str(src),
-            str(dst),
-            Reader(),
-            quant_format=q.QuantFormat.QDQ,
-            per_channel=recipe.per_channel,
-            activation_type=getattr(q.QuantType, recipe.activation_type),
-            weight_type=getattr(q.QuantType, recipe.weight_type),
-            calibrate_method=getattr(q.CalibrationMethod, recipe.calibrate_method),
-            op_types_to_quantize=list(recipe.op_types) if recipe.op_types else None,
-            nodes_to_exclude=list(recipe.nodes_to_exclude),
-            extra_options=dict(recipe.extra_options),
-        )
+        root = logging.getLogger()
+        root.addFilter(_quiet_advice)
+        try:
+            _quantize_static(q, src, dst, Reader(), recipe)
+        finally:
+            root.removeFilter(_quiet_advice)
         partial = out_path.with_name(f".{out_path.name}.{os.getpid()}.part")
         shutil.copyfile(dst, partial)
         os.replace(partial, out_path)
@@ -229,3 +223,24 @@ def quantize_model(
         out_path,
     )
     return seconds
+
+
+def _quiet_advice(record: logging.LogRecord) -> bool:
+    """Drop ORT's generic "consider pre-processing" advice; recipes decide that themselves."""
+    return not str(record.msg).startswith("Please consider")
+
+
+def _quantize_static(q: Any, src: Path, dst: Path, reader: Any, recipe: Recipe) -> None:
+    q.quantize_static(
+        str(src),
+        str(dst),
+        reader,
+        quant_format=q.QuantFormat.QDQ,
+        per_channel=recipe.per_channel,
+        activation_type=getattr(q.QuantType, recipe.activation_type),
+        weight_type=getattr(q.QuantType, recipe.weight_type),
+        calibrate_method=getattr(q.CalibrationMethod, recipe.calibrate_method),
+        op_types_to_quantize=list(recipe.op_types) if recipe.op_types else None,
+        nodes_to_exclude=list(recipe.nodes_to_exclude),
+        extra_options=dict(recipe.extra_options),
+    )

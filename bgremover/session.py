@@ -45,10 +45,16 @@ class SessionInfo:
     input_size: int | None
 
 
+#: Providers that do not run the model on this machine (Azure sends requests to a
+#: cloud endpoint); never offered or chosen automatically.
+REMOTE = frozenset({"AzureExecutionProvider"})
+
+
 def available_providers() -> list[str]:
+    """The installed ORT's providers that run locally, best first as ORT lists them."""
     import onnxruntime as ort
 
-    return list(ort.get_available_providers())
+    return [p for p in ort.get_available_providers() if p not in REMOTE]
 
 
 def resolve_providers(choice: str | Sequence[str] = "auto") -> tuple[str, ...]:

@@ -25,7 +25,8 @@ def real_photos() -> list[Path]:
 def build_tiny_model(path: Path, size: int = 32, dynamic: bool = False) -> Path:
     """A U²-Net-shaped stand-in: (1,3,S,S) -> (1,1,S,S), brighter pixels -> foreground.
 
-    Output = sigmoid(4 * mean over channels); two extra side outputs like U²-Net's.
+    Output = sigmoid(4 * mean over channels), the mean computed by a 1x1 convolution
+    (so that quantization has a Conv to work on); two side outputs like U²-Net's.
     """
     import onnx
     from onnx import TensorProto, helper
@@ -37,14 +38,16 @@ def build_tiny_model(path: Path, size: int = 32, dynamic: bool = False) -> Path:
         for name in ("d0", "d1", "d2")
     ]
     scale = helper.make_tensor("scale", TensorProto.FLOAT, [], [4.0])
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [1, 3, 1, 1], [1 / 3] * 3)
+    bias = helper.make_tensor("b", TensorProto.FLOAT, [1], [0.0])
     nodes = [
-        helper.make_node("ReduceMean", ["input.1"], ["m"], axes=[1], keepdims=1),
+        helper.make_node("Conv", ["input.1", "w", "b"], ["m"], kernel_shape=[1, 1]),
         helper.make_node("Mul", ["m", "scale"], ["ms"]),
         helper.make_node("Sigmoid", ["ms"], ["d0"]),
         helper.make_node("Identity", ["d0"], ["d1"]),
         helper.make_node("Identity", ["d0"], ["d2"]),
     ]
-    graph = helper.make_graph(nodes, "tiny_u2net", [inp], outs, initializer=[scale])
+    graph = helper.make_graph(nodes, "tiny_u2net", [inp], outs, initializer=[scale, weight, bias])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.checker.check_model(model)

@@ -10,27 +10,9 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
-#: Anchor colours of the |Δα| heatmap, from 0 (no difference) to 1: black,
-#: deep purple, red, orange, pale yellow. Perceptually ordered and readable in print.
-_ANCHORS = np.array(
-    [[0, 0, 0], [60, 15, 110], [190, 40, 80], [250, 140, 20], [252, 250, 190]], dtype=np.float64
-)
+from ..report import HEAT_LUT, heatmap
 
-
-def heat_lut() -> np.ndarray:
-    """256 x 3 uint8 lookup table interpolated between the anchors."""
-    xs = np.linspace(0, 1, len(_ANCHORS))
-    t = np.linspace(0, 1, 256)
-    return np.stack([np.interp(t, xs, _ANCHORS[:, c]) for c in range(3)], axis=1).astype(np.uint8)
-
-
-HEAT_LUT = heat_lut()
-
-
-def heatmap(diff: np.ndarray, full_scale: float = 1.0) -> np.ndarray:
-    """|Δ| in [0, 1] -> RGB uint8, saturating at ``full_scale``."""
-    idx = np.clip(np.asarray(diff, dtype=np.float32) / full_scale * 255.0, 0, 255).astype(np.uint8)
-    return HEAT_LUT[idx]
+__all__ = ["HEAT_LUT", "heatmap", "qimage_to_rgba", "thumbnail", "to_qimage"]
 
 
 def to_qimage(array: np.ndarray) -> QImage:

@@ -227,7 +227,7 @@ class MainWindow(QMainWindow):
         self.clear_background = QToolButton()
         self.clear_background.setText("Transparent")
         self.clear_background.clicked.connect(lambda: self._apply(background=""))
-        self.mask_only_box = QCheckBox("Save the mask instead of the cutout")
+        self.mask_only_box = QCheckBox("Mask only (save the alpha mask)")
         self.mask_only_box.setChecked(s.mask_only)
         self._paint_background_button()
 

@@ -26,7 +26,8 @@ from ..imaging import LoadedImage
 from ..metrics import fidelity
 from ..models import DownloadCancelled
 from ..pipeline import Remover, Result
-from .imageconv import heatmap, thumbnail, to_qimage
+from ..report import heatmap, mask_difference
+from .imageconv import thumbnail, to_qimage
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ class Worker(QObject):
         metrics["infer_fp32_s"] = a.timings["infer"]
         metrics["infer_int8_s"] = b.timings["infer"]
         h, w = a.mask.shape
-        diff = np.abs(a.mask.astype(np.int16) - b.mask.astype(np.int16)).astype(np.float32) / 255
+        diff = mask_difference(a.mask, b.mask)
         raw_a = np.clip(a.raw, 0, 1)
         raw_b = np.clip(b.raw, 0, 1)
         self.compared.emit(
