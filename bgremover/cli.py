@@ -117,6 +117,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="int8 is faster; it is made from the fp32 model on first use "
         "(see `bgremover compare` for what it changes)",
     )
+    rm.add_argument(
+        "--no-refine",
+        dest="refine",
+        action="store_false",
+        help="keep the network's mask as is (identical to rembg's) instead of "
+        "refining its edges with the photo's colours",
+    )
+    rm.add_argument(
+        "--decontaminate",
+        action="store_true",
+        help="re-estimate colours in see-through edges (hair) so no tint of the old "
+        "background remains; slower",
+    )
     rm.add_argument("--mask-only", action="store_true", help="write the alpha mask (greyscale)")
     rm.add_argument(
         "-f",
@@ -310,6 +323,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
     options = ComposeOptions(
         mask_only=args.mask_only,
         background=parse_color(args.background) if args.background else None,
+        decontaminate=args.decontaminate,
     )
     plan = plan_batch(args.inputs, args.output, fmt)
     for path, reason in plan.problems:
@@ -324,6 +338,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
         precision=args.precision,
         providers=args.providers,
         threads=args.threads,
+        refine=args.refine,
         progress=progress.task(args.model),
     )
     info = remover.load()  # obtain the model before the first image, with its own progress

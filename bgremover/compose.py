@@ -18,6 +18,9 @@ class ComposeOptions:
     mask_only: bool = False
     #: Put the subject on this solid RGBA colour instead of transparency.
     background: tuple[int, int, int, int] | None = None
+    #: Re-estimate the subject's colour in semi-transparent pixels (hair) so that
+    #: no tint of the old background shows on a new one.
+    decontaminate: bool = False
 
 
 def parse_color(text: str) -> tuple[int, int, int, int]:
@@ -75,6 +78,10 @@ def compose(rgb: np.ndarray, alpha: np.ndarray, options: ComposeOptions) -> Imag
     """The output image for ``options``: mask (L), cutout (RGBA) or background (RGB/RGBA)."""
     if options.mask_only:
         return Image.fromarray(alpha)
+    if options.decontaminate:
+        from .refine import estimate_foreground
+
+        rgb = estimate_foreground(rgb, alpha)
     if options.background is not None:
         return Image.fromarray(over_background(rgb, alpha, options.background))
     return Image.fromarray(cutout(rgb, alpha))

@@ -22,6 +22,7 @@ from .compose import ComposeOptions, compose
 from .errors import InferenceError, UsageError
 from .imaging import LoadedImage, from_array, from_pil, read_image
 from .models import DEFAULT_MODEL, ModelSpec, ModelStore, resolve_spec
+from .refine import refine_alpha
 from .session import SessionInfo, create_session, resolve_providers
 
 __all__ = ["ComposeOptions", "Remover", "Result", "postprocess", "preprocess"]
@@ -80,11 +81,12 @@ class Result:
     """One image's outcome. Arrays are at the source size, upright."""
 
     image: LoadedImage
-    #: The model's mask (uint8, H x W).
+    #: The model's mask (uint8, H x W), as rembg would compute it.
     mask: np.ndarray
-    #: The alpha that outputs use: the mask combined with the input's own alpha.
+    #: The alpha that outputs use: the mask, edge-refined unless refinement is
+    #: off, combined with the input's own alpha.
     alpha: np.ndarray
-    #: Seconds per stage: read, preprocess, infer, postprocess.
+    #: Seconds per stage: read, preprocess, infer, postprocess, refine.
     timings: Mapping[str, float]
     model: str
     providers: tuple[str, ...]
@@ -118,6 +120,7 @@ class Remover:
         recipe: str | None = None,
         providers: str | tuple[str, ...] = "auto",
         threads: int = 0,
+        refine: bool = True,
         store: ModelStore | None = None,
         progress: TaskProgress | None = None,
     ) -> None:
@@ -126,6 +129,8 @@ class Remover:
         self.spec = resolve_spec(model) if isinstance(model, str) else model
         self.precision = precision
         self.recipe = recipe
+        #: Refine the mask's edges with the photo's colours (hair, fur); see refine.py.
+        self.refine = refine
         self.providers = resolve_providers(providers)
         self.threads = threads
         self.store = store or ModelStore()
@@ -193,15 +198,18 @@ class Remover:
         height, width = loaded.rgb.shape[:2]
         mask = postprocess(raw, width, height)
         t4 = time.perf_counter()
+        alpha = refine_alpha(loaded.rgb, mask) if self.refine else mask
+        t5 = time.perf_counter()
         return Result(
             image=loaded,
             mask=mask,
-            alpha=combine_alpha(mask, loaded.alpha),
+            alpha=combine_alpha(alpha, loaded.alpha),
             timings={
                 "read": t1 - t0,
                 "preprocess": t2 - t1,
                 "infer": t3 - t2,
                 "postprocess": t4 - t3,
+                "refine": t5 - t4,
             },
             model=self.spec.name,
             providers=info.active,

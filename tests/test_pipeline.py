@@ -57,7 +57,7 @@ def test_remover_end_to_end_with_tiny_model(tiny_model: Path, rgb_gradient: np.n
     assert result.mask.shape == (48, 64)
     # The tiny model calls brighter pixels foreground: the mask rises left to right.
     assert result.mask[:, :5].mean() < 40 and result.mask[:, -5:].mean() > 215
-    assert set(result.timings) == {"read", "preprocess", "infer", "postprocess"}
+    assert set(result.timings) == {"read", "preprocess", "infer", "postprocess", "refine"}
     assert result.providers == ("CPUExecutionProvider",) and result.fallbacks == ()
     cut = np.asarray(result.cutout())
     assert cut.shape == (48, 64, 4)

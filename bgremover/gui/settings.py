@@ -19,11 +19,13 @@ class Settings:
     #: "" for a transparent background, else a colour such as "#ffffff".
     background: str = ""
     mask_only: bool = False
+    refine: bool = True
+    decontaminate: bool = False
     last_folder: str = ""
     last_output_folder: str = ""
 
     def engine(self) -> EngineConfig:
-        return EngineConfig(self.model, self.precision, self.providers, self.threads)
+        return EngineConfig(self.model, self.precision, self.providers, self.threads, self.refine)
 
 
 def qsettings() -> QSettings:

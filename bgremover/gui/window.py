@@ -229,6 +229,18 @@ class MainWindow(QMainWindow):
         self.clear_background.clicked.connect(lambda: self._apply(background=""))
         self.mask_only_box = QCheckBox("Mask only (save the alpha mask)")
         self.mask_only_box.setChecked(s.mask_only)
+        self.refine_box = QCheckBox("Refine edges (hair, fur)")
+        self.refine_box.setToolTip(
+            "Sharpen the mask's edges with the photo's colours (about 10-50 ms). Off gives "
+            "the network's mask exactly as rembg computes it."
+        )
+        self.refine_box.setChecked(s.refine)
+        self.decontaminate_box = QCheckBox("Clean edge colours (decontaminate)")
+        self.decontaminate_box.setToolTip(
+            "When saving: re-estimate the subject's colours in see-through hair so no tint of "
+            "the old background remains on a new one (slower)."
+        )
+        self.decontaminate_box.setChecked(s.decontaminate)
         self._paint_background_button()
 
         bg_row = QWidget()
@@ -243,6 +255,8 @@ class MainWindow(QMainWindow):
         form.addRow("Threads:", self.threads_box)
         form.addRow("Output format:", self.format_box)
         form.addRow("Background:", bg_row)
+        form.addRow("", self.refine_box)
+        form.addRow("", self.decontaminate_box)
         form.addRow("", self.mask_only_box)
         self.fallback_label = QLabel("")
         self.fallback_label.setWordWrap(True)
@@ -270,6 +284,8 @@ class MainWindow(QMainWindow):
             lambda: self._apply(output_format=self.format_box.currentData())
         )
         self.mask_only_box.toggled.connect(lambda v: self._apply(mask_only=v))
+        self.refine_box.toggled.connect(lambda v: self._apply(refine=v))
+        self.decontaminate_box.toggled.connect(lambda v: self._apply(decontaminate=v))
 
     @staticmethod
     def _select(box: QComboBox, value: str) -> None:
@@ -666,6 +682,7 @@ class MainWindow(QMainWindow):
         return ComposeOptions(
             mask_only=self.settings.mask_only if mask_only is None else mask_only,
             background=parse_color(bg) if bg else None,
+            decontaminate=self.settings.decontaminate,
         )
 
     def _save(self, mask_only: bool) -> None:

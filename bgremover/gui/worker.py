@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ class EngineConfig:
     precision: str = "fp32"
     providers: str = "auto"
     threads: int = 0
+    refine: bool = True
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,7 @@ class Worker(QObject):
                 precision=config.precision,
                 providers=config.providers,
                 threads=config.threads,
+                refine=config.refine,
                 progress=lambda task, done, total: self._progress(config, task, done, total),
             )
         remover = self._removers[config]
@@ -195,8 +197,8 @@ class Worker(QObject):
     def _compare(self, request: CompareRequest) -> None:
         self.started.emit(request.item_id)
         base = request.config
-        fp32 = self._remover(EngineConfig(base.model, "fp32", base.providers, base.threads))
-        int8 = self._remover(EngineConfig(base.model, "int8", base.providers, base.threads))
+        fp32 = self._remover(replace(base, precision="fp32"))
+        int8 = self._remover(replace(base, precision="int8"))
         a = fp32.remove(request.source)
         b = int8.remove(a.image)  # the same decoded pixels
         metrics = fidelity(a.mask, b.mask, a.raw, b.raw)

@@ -1,13 +1,15 @@
 """Score bgremover's masks against ground-truth alpha mattes.
 
-    python tests/benchmarks/score_matting.py DATA_DIR [--model u2netp] [--rembg]
+    python tests/benchmarks/score_matting.py DATA_DIR [--model u2netp] [--rembg] [--matting]
 
 DATA_DIR holds input/, gt/ and optionally trimap/ with the same file names (the
 layout of the alphamatting.com training set). Prints SAD, MSE x1e3, IoU at 0.5
 and the mean error inside the trimap's unknown band, per image and on average.
-The masks come from the real CLI (`bgremover remove --mask-only`), run once over
-the input folder. With --rembg, rembg's u2netp (sharing our model cache) is
-scored the same way for comparison.
+The masks come from the real CLI (`bgremover remove --mask-only`), run over the
+input folder with edge refinement (the default) and with --no-refine. The time
+the refinement stage takes is measured in-process (median of 3 per image).
+With --rembg, rembg's u2netp (sharing our model cache) is scored the same way;
+with --matting also rembg's alpha matting (-a), timed the same way.
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ def score_folder(masks: Path, data: Path) -> dict[str, dict[str, float]]:
     return rows
 
 
-def rembg_masks(data: Path, out: Path, model: str) -> None:
+def rembg_masks(data: Path, out: Path, model: str, matting: bool = False) -> float:
+    """rembg's masks (alpha channel of its cutout when matting); returns median s/image."""
     import os
+    import time
 
     from bgremover.models import ModelStore
 
@@ -47,8 +51,36 @@ def rembg_masks(data: Path, out: Path, model: str) -> None:
     from rembg import new_session, remove
 
     session = new_session(model)
+    times = []
     for src in sorted((data / "input").glob("*.png")):
-        remove(Image.open(src), session=session, only_mask=True).save(out / f"{src.stem}.png")
+        start = time.perf_counter()
+        if matting:
+            alpha = remove(Image.open(src), session=session, alpha_matting=True).getchannel("A")
+        else:
+            alpha = remove(Image.open(src), session=session, only_mask=True)
+        times.append(time.perf_counter() - start)
+        alpha.save(out / f"{src.stem}.png")
+    return float(np.median(times))
+
+
+def refine_seconds(data: Path, model: str) -> float:
+    """Median time of the refinement stage alone, per image."""
+    import time
+
+    from bgremover import Remover
+    from bgremover.refine import refine_alpha
+
+    remover = Remover(model, refine=False)
+    per_image = []
+    for src in sorted((data / "input").glob("*.png")):
+        result = remover.remove(src)
+        runs = []
+        for _ in range(3):
+            start = time.perf_counter()
+            refine_alpha(result.image.rgb, result.mask)
+            runs.append(time.perf_counter() - start)
+        per_image.append(float(np.median(runs)))
+    return float(np.median(per_image))
 
 
 def print_table(name: str, rows: dict[str, dict[str, float]]) -> dict[str, float]:
@@ -67,29 +99,29 @@ def main() -> int:
     parser.add_argument("data", type=Path)
     parser.add_argument("--model", default="u2netp")
     parser.add_argument("--rembg", action="store_true", help="also score rembg")
+    parser.add_argument("--matting", action="store_true", help="also rembg's alpha matting")
     args = parser.parse_args()
+    summary: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        ours = Path(tmp) / "bgremover"
-        cmd = [
-            sys.executable,
-            "-m",
-            "bgremover",
-            "remove",
-            str(args.data / "input"),
-            "-o",
-            str(ours),
-            "--mask-only",
-            "--model",
-            args.model,
-            "-q",
-        ]
-        subprocess.run(cmd, check=True)
-        print_table(f"bgremover {args.model}", score_folder(ours, args.data))
-        if args.rembg:
-            theirs = Path(tmp) / "rembg"
+        for label, extra in (("bgremover", []), ("bgremover --no-refine", ["--no-refine"])):
+            out = Path(tmp) / label.replace(" ", "_")
+            cmd = [sys.executable, "-m", "bgremover", "remove", str(args.data / "input"),
+                   "-o", str(out), "--mask-only", "--model", args.model, "-q", *extra]  # fmt: skip
+            subprocess.run(cmd, check=True)
+            summary[label] = print_table(f"{label} {args.model}", score_folder(out, args.data))
+        summary["bgremover"]["seconds"] = refine_seconds(args.data, args.model)
+        runs = [("rembg", False)] if args.rembg else []
+        runs += [("rembg -a", True)] if args.matting else []
+        for label, matting in runs:
+            theirs = Path(tmp) / label.replace(" ", "_")
             theirs.mkdir()
-            rembg_masks(args.data, theirs, args.model)
-            print_table(f"rembg {args.model}", score_folder(theirs, args.data))
+            seconds = rembg_masks(args.data, theirs, args.model, matting)
+            summary[label] = print_table(f"{label} {args.model}", score_folder(theirs, args.data))
+            summary[label]["seconds"] = seconds
+    print("\nmeans (seconds: the refinement stage alone for bgremover, the whole call for rembg)")
+    for label, row in summary.items():
+        cells = "  ".join(f"{k} {v:.4f}" for k, v in row.items())
+        print(f"  {label:<22} {cells}")
     return 0
 
 

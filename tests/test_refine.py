@@ -1,0 +1,82 @@
+"""Edge refinement and colour decontamination."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bgremover import ComposeOptions, Remover
+from bgremover.compose import compose
+from bgremover.metrics import mean_abs_diff
+from bgremover.refine import estimate_foreground, refine_alpha
+
+from conftest import DATA
+
+
+def soft_disc(size: int = 120, blur: int = 12) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A red disc on a blue background, its true alpha, and a blurred 'network' mask."""
+    yy, xx = np.mgrid[0:size, 0:size]
+    truth = ((yy - size / 2) ** 2 + (xx - size / 2) ** 2 <= (size / 3) ** 2).astype(np.float64)
+    rgb = np.zeros((size, size, 3), np.uint8)
+    rgb[..., 0] = (truth * 220).astype(np.uint8)
+    rgb[..., 2] = ((1 - truth) * 200).astype(np.uint8)
+    import cv2
+
+    soft = cv2.GaussianBlur(truth, (0, 0), blur)
+    return rgb, (truth * 255).astype(np.uint8), (soft * 255).astype(np.uint8)
+
+
+def test_refine_recovers_a_sharp_edge_from_a_blurred_mask() -> None:
+    rgb, truth, soft = soft_disc()
+    refined = refine_alpha(rgb, soft)
+    assert refined.shape == truth.shape and refined.dtype == np.uint8
+    assert mean_abs_diff(refined, truth) < 0.5 * mean_abs_diff(soft, truth)
+
+
+def test_refine_edge_cases() -> None:
+    rgb = np.full((10, 10, 3), 128, np.uint8)
+    assert (refine_alpha(rgb, np.zeros((10, 10), np.uint8)) == 0).all()
+    assert (refine_alpha(rgb, np.full((10, 10), 255, np.uint8)) == 255).all()
+    flat = np.full((10, 10), 128, np.uint8)  # only "unknown": kept as is
+    assert (refine_alpha(rgb, flat) == 128).all()
+    with pytest.raises(ValueError):
+        refine_alpha(rgb, np.zeros((5, 5), np.uint8))
+
+
+def test_estimate_foreground_removes_background_tint() -> None:
+    """A see-through strip (half red subject, half blue background) gets redder, less blue."""
+    rgb = np.zeros((100, 200, 3), np.uint8)
+    rgb[:, :90] = [220, 0, 0]
+    rgb[:, 110:] = [0, 0, 200]
+    rgb[:, 90:110] = [110, 0, 100]  # what the camera saw: a 50/50 mix
+    alpha = np.zeros((100, 200), np.uint8)
+    alpha[:, :90] = 255
+    alpha[:, 90:110] = 128
+    fg = estimate_foreground(rgb, alpha)
+    strip = fg[:, 90:110].reshape(-1, 3).astype(int)
+    assert strip[:, 0].mean() > 110 + 30 and strip[:, 2].mean() < 100 - 30
+    assert (fg[:, :90] == rgb[:, :90]).all()  # opaque pixels keep their colour
+
+
+def test_decontaminate_option_changes_only_colour() -> None:
+    rgb, _, soft = soft_disc()
+    plain = np.asarray(compose(rgb, soft, ComposeOptions()))
+    clean = np.asarray(compose(rgb, soft, ComposeOptions(decontaminate=True)))
+    assert (plain[..., 3] == clean[..., 3]).all()
+
+
+@pytest.mark.model
+def test_refined_alpha_differs_from_mask_only_at_edges(u2netp_path) -> None:
+    photo = DATA / "skimage_chelsea.png"
+    refined = Remover("u2netp").remove(photo)
+    plain = Remover("u2netp", refine=False).remove(photo)
+    assert (plain.alpha == plain.mask).all()
+    assert (refined.mask == plain.mask).all()  # the network's mask is untouched
+    # Confident pixels snap to exactly opaque / transparent; the rest is re-estimated.
+    assert (refined.alpha[refined.mask >= 243] == 255).all()
+    assert (refined.alpha[refined.mask <= 2] == 0).all()
+    band = (refined.mask > 2) & (refined.mask < 243)
+    assert band.any() and (refined.alpha[band] != refined.mask[band]).mean() > 0.5
+    assert refined.timings["refine"] > 0
+    Image.fromarray(refined.alpha)  # a valid 8-bit mask
