@@ -53,9 +53,10 @@ def band_mae(alpha: np.ndarray, truth: np.ndarray, band: np.ndarray) -> float:
 def score_against_truth(
     alpha: np.ndarray, truth: np.ndarray, trimap: np.ndarray | None = None
 ) -> dict[str, float]:
-    """SAD, MSE x1e3, IoU at 0.5 and (with a trimap) band MAE."""
+    """SAD, mean |Δα|, MSE x1e3, IoU at 0.5 and (with a trimap) band MAE."""
     scores = {
         "sad": sad(alpha, truth),
+        "mean_abs": mean_abs_diff(alpha, truth),
         "mse_e3": mse(alpha, truth) * 1e3,
         "iou": iou(alpha, truth),
     }

@@ -3,7 +3,8 @@
     python tests/benchmarks/score_matting.py DATA_DIR [--model u2netp] [--rembg] [--matting]
 
 DATA_DIR holds input/, gt/ and optionally trimap/ with the same file names (the
-layout of the alphamatting.com training set). Prints SAD, MSE x1e3, IoU at 0.5
+layout of the alphamatting.com training set); --truth reference_alpha scores
+against another folder of alphas (the portraits' predicted mattes). Prints SAD, MSE x1e3, IoU at 0.5
 and the mean error inside the trimap's unknown band, per image and on average.
 The masks come from the real CLI (`bgremover remove --mask-only`), run over the
 input folder with edge refinement (the default) and with --no-refine. The time
@@ -30,9 +31,9 @@ def load_grey(path: Path) -> np.ndarray:
     return np.asarray(Image.open(path).convert("L"))
 
 
-def score_folder(masks: Path, data: Path) -> dict[str, dict[str, float]]:
+def score_folder(masks: Path, data: Path, truth: str = "gt") -> dict[str, dict[str, float]]:
     rows = {}
-    for gt_path in sorted((data / "gt").glob("*.png")):
+    for gt_path in sorted((data / truth).glob("*.png")):
         mask_path = masks / f"{gt_path.stem}.png"
         trimap_path = data / "trimap" / gt_path.name
         trimap = load_grey(trimap_path) if trimap_path.exists() else None
@@ -52,7 +53,7 @@ def rembg_masks(data: Path, out: Path, model: str, matting: bool = False) -> flo
 
     session = new_session(model)
     times = []
-    for src in sorted((data / "input").glob("*.png")):
+    for src in sorted((data / "input").iterdir()):
         start = time.perf_counter()
         if matting:
             alpha = remove(Image.open(src), session=session, alpha_matting=True).getchannel("A")
@@ -72,7 +73,7 @@ def refine_seconds(data: Path, model: str) -> float:
 
     remover = Remover(model, refine=False)
     per_image = []
-    for src in sorted((data / "input").glob("*.png")):
+    for src in sorted((data / "input").iterdir()):
         result = remover.remove(src)
         runs = []
         for _ in range(3):
@@ -100,6 +101,11 @@ def main() -> int:
     parser.add_argument("--model", default="u2netp")
     parser.add_argument("--rembg", action="store_true", help="also score rembg")
     parser.add_argument("--matting", action="store_true", help="also rembg's alpha matting")
+    parser.add_argument(
+        "--truth",
+        default="gt",
+        help="folder of reference alphas under DATA (gt; reference_alpha for portraits)",
+    )
     args = parser.parse_args()
     summary: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -108,7 +114,8 @@ def main() -> int:
             cmd = [sys.executable, "-m", "bgremover", "remove", str(args.data / "input"),
                    "-o", str(out), "--mask-only", "--model", args.model, "-q", *extra]  # fmt: skip
             subprocess.run(cmd, check=True)
-            summary[label] = print_table(f"{label} {args.model}", score_folder(out, args.data))
+            rows = score_folder(out, args.data, args.truth)
+            summary[label] = print_table(f"{label} {args.model}", rows)
         summary["bgremover"]["seconds"] = refine_seconds(args.data, args.model)
         runs = [("rembg", False)] if args.rembg else []
         runs += [("rembg -a", True)] if args.matting else []
@@ -116,7 +123,8 @@ def main() -> int:
             theirs = Path(tmp) / label.replace(" ", "_")
             theirs.mkdir()
             seconds = rembg_masks(args.data, theirs, args.model, matting)
-            summary[label] = print_table(f"{label} {args.model}", score_folder(theirs, args.data))
+            rows = score_folder(theirs, args.data, args.truth)
+            summary[label] = print_table(f"{label} {args.model}", rows)
             summary[label]["seconds"] = seconds
     print("\nmeans (seconds: the refinement stage alone for bgremover, the whole call for rembg)")
     for label, row in summary.items():
