@@ -233,54 +233,22 @@ class Worker(QObject):
             return
         remover = self._remover(request.config)
         stream = run_batch(plan.jobs, remover, request.options, request.fmt, request.overwrite)
-        done = skipped = failed = 0
+        counts = {"done": 0, "skipped": 0, "failed": 0}
         start = time.monotonic()
         for event in stream:
-            if isinstance(event, ItemDone):
-                done += 1
+            if isinstance(event, (ItemDone, ItemSkipped, ItemFailed)):
+                kind = {ItemDone: "done", ItemSkipped: "skipped", ItemFailed: "failed"}[type(event)]
+                counts[kind] += 1
                 self.batchProgress.emit(
                     BatchProgress(
-                        "done",
+                        kind,
                         event.index,
                         total,
                         event.job.source,
                         event.job.output,
-                        done=done,
-                        skipped=skipped,
-                        failed=failed,
+                        getattr(event, "reason", ""),
                         elapsed=time.monotonic() - start,
-                    )
-                )
-            elif isinstance(event, ItemSkipped):
-                skipped += 1
-                self.batchProgress.emit(
-                    BatchProgress(
-                        "skipped",
-                        event.index,
-                        total,
-                        event.job.source,
-                        event.job.output,
-                        event.reason,
-                        done,
-                        skipped,
-                        failed,
-                        time.monotonic() - start,
-                    )
-                )
-            elif isinstance(event, ItemFailed):
-                failed += 1
-                self.batchProgress.emit(
-                    BatchProgress(
-                        "failed",
-                        event.index,
-                        total,
-                        event.job.source,
-                        event.job.output,
-                        event.reason,
-                        done,
-                        skipped,
-                        failed,
-                        time.monotonic() - start,
+                        **counts,
                     )
                 )
             elif isinstance(event, BatchFinished):
@@ -290,9 +258,9 @@ class Worker(QObject):
                         total,
                         total,
                         reason=event.stopped or "",
-                        done=done,
-                        skipped=skipped,
-                        failed=failed + len(plan.problems),
+                        done=counts["done"],
+                        skipped=counts["skipped"],
+                        failed=counts["failed"] + len(plan.problems),
                         elapsed=event.seconds,
                     )
                 )
@@ -300,12 +268,7 @@ class Worker(QObject):
                 stream.close()  # between images: the file being written is complete
                 self.batchProgress.emit(
                     BatchProgress(
-                        "cancelled",
-                        total=total,
-                        done=done,
-                        skipped=skipped,
-                        failed=failed,
-                        elapsed=time.monotonic() - start,
+                        "cancelled", total=total, elapsed=time.monotonic() - start, **counts
                     )
                 )
                 return
