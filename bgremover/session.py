@@ -93,6 +93,10 @@ def _options(threads: int) -> Any:
     # 0 lets ORT use one thread per physical core.
     opts.intra_op_num_threads = threads
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Idle worker threads sleep instead of spinning. Measured on 2 cores: fp32 u2netp
+    # 151 -> 122 ms, int8 75 -> 50 ms, and no core burnt while the app waits for input
+    # or while the batch pipeline's other threads decode and encode.
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     # Fallbacks are reported through SessionInfo; ORT's own warnings would
     # only repeat them on stderr (and there is no stderr in a windowed app).
     opts.log_severity_level = 3
