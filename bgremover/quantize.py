@@ -40,6 +40,8 @@ class Recipe:
 
     name: str
     description: str
+    #: Bumped whenever the recipe's result changes, so cached int8 models are remade.
+    version: int = 1
     #: Rewrite the graph first (see :func:`prepare_graph`): main output only, shapes
     #: folded, near-constant activation channels shifted out, narrow convs widened.
     rewrite: bool = False
@@ -59,6 +61,7 @@ RECIPES: dict[str, Recipe] = {
             "rewritten graph: the two near-constant decoder channels that crush the activation "
             "scale of their tensors are shifted into biases, narrow convs are widened for "
             "ORT's int8 kernels. Every original node runs in int8.",
+            version=2,
             rewrite=True,
             extra_options={"WeightSymmetric": True, "ActivationSymmetric": False},
         ),
@@ -131,7 +134,9 @@ def int8_path(
 
     fp32_hash = spec.sha256 or file_sha256(fp32_path)
     calib = "default" if calibration is None else _folder_key(calibration)
-    key = hashlib.sha256(f"{fp32_hash}|{recipe}|{calib}|{ort.__version__}".encode()).hexdigest()
+    version = get_recipe(recipe).version
+    key = f"{fp32_hash}|{recipe}|{version}|{calib}|{ort.__version__}"
+    key = hashlib.sha256(key.encode()).hexdigest()
     folder = store.models_dir if spec.local_path is None else store.models_dir / "local"
     return folder / f"{spec.name}.int8-{recipe}-{key[:12]}.onnx"
 
@@ -305,7 +310,11 @@ def prepare_graph(
         shifted,
         len(widened),
     )
-    return onnx.shape_inference.infer_shapes(model), border_nodes
+    # The final Sigmoid stays in float: quantizing its output would leave the mask only
+    # about 50 distinct levels, before min-max normalisation stretches them.
+    final = producers.get(model.graph.output[0].name)
+    keep_float = [final.name] if final is not None and final.op_type == "Sigmoid" else []
+    return onnx.shape_inference.infer_shapes(model), border_nodes + keep_float
 
 
 def _consumers(graph: Any) -> dict[str, list[Any]]:

@@ -21,9 +21,19 @@ def heat_lut() -> np.ndarray:
 
 HEAT_LUT = heat_lut()
 
+#: Full scale of the comparison view's heatmap: differences of 0.25 and more show at
+#: full colour, so the small ones at hair edges stay visible.
+DEFAULT_HEAT_SCALE = 0.25
+
 
 def heatmap(diff: np.ndarray, full_scale: float = 1.0) -> np.ndarray:
-    """|Δ| in [0, 1] -> RGB uint8, saturating at ``full_scale``."""
+    """|Δ| -> RGB uint8, saturating at ``full_scale``.
+
+    ``diff`` is float in [0, 1], or uint8 where 255 means 1 (looked up in one step).
+    """
+    if diff.dtype == np.uint8:
+        idx = np.clip(np.arange(256) / (255.0 * full_scale) * 255.0, 0, 255).astype(np.uint8)
+        return HEAT_LUT[idx[diff]]
     idx = np.clip(np.asarray(diff, dtype=np.float32) / full_scale * 255.0, 0, 255).astype(np.uint8)
     return HEAT_LUT[idx]
 

@@ -94,6 +94,8 @@ def test_comparison_view_shows_masks_heatmap_and_numbers(qtbot, window) -> None:
     # Zoom and pan are locked across the three panes.
     view.fp32_view.set_zoom(3.0)
     assert view.int8_view.zoom == pytest.approx(3.0) and view.diff_view.zoom == pytest.approx(3.0)
+    view.scale_box.setCurrentIndex(view.scale_box.findData(0.1))
+    assert view.legend.full_scale == 0.1 and view.diff_view.has_image()
     view.raw_toggle.setChecked(True)
     assert view.titles[0].text() == "fp32 raw output" and view.fp32_view.has_image()
 

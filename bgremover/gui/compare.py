@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QLinearGradient, QPainter
+from PySide6.QtGui import QColor, QImage, QLinearGradient, QPainter
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QFormLayout,
     QGridLayout,
     QLabel,
@@ -13,7 +14,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .imageconv import HEAT_LUT
+from ..report import DEFAULT_HEAT_SCALE, HEAT_LUT, heatmap
+from .imageconv import to_qimage
 from .views import ImageView, ViewLock
 from .worker import Compared
 
@@ -25,6 +27,7 @@ class HeatLegend(QWidget):
         super().__init__(parent)
         self.setMinimumHeight(34)
         self.title = "|Δα|"
+        self.full_scale = 1.0
 
     def paintEvent(self, event) -> None:
         painter = QPainter(self)
@@ -38,10 +41,12 @@ class HeatLegend(QWidget):
         painter.fillRect(bar, grad)
         painter.setPen(self.palette().windowText().color())
         painter.drawText(2, bar.bottom(), self.title)
-        for value in (0.0, 0.25, 0.5, 0.75, 1.0):
-            x = bar.left() + value * bar.width()
+        for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
+            x = bar.left() + frac * bar.width()
             painter.drawLine(int(x), bar.bottom(), int(x), bar.bottom() + 3)
-            label = f"{value:g}"
+            label = f"{frac * self.full_scale:g}" + (
+                "+" if frac == 1.0 and self.full_scale < 1 else ""
+            )
             width = painter.fontMetrics().horizontalAdvance(label)
             painter.drawText(int(x - width / 2), bar.bottom() + 15, label)
         painter.end()
@@ -62,7 +67,15 @@ class ComparisonView(QWidget):
             "compression int8 causes. The raw view shows the values the model produced."
         )
         self.raw_toggle.toggled.connect(self._refresh)
+        self.scale_box = QComboBox()
+        for value in (1.0, 0.5, 0.25, 0.1, 0.05):
+            self.scale_box.addItem(f"heatmap full scale {value:g}", value)
+        self.scale_box.setCurrentIndex(self.scale_box.findData(DEFAULT_HEAT_SCALE))
+        self.scale_box.setToolTip("Differences at or above this value show at full colour")
+        self.scale_box.currentIndexChanged.connect(self._rescale)
         self.legend = HeatLegend()
+        self.legend.full_scale = DEFAULT_HEAT_SCALE
+        self._heat_cache: dict[tuple[bool, float], QImage] = {}
         self.numbers: dict[str, QLabel] = {}
         self.result: Compared | None = None
 
@@ -81,6 +94,7 @@ class ComparisonView(QWidget):
             grid.addWidget(label, 0, col)
             grid.addWidget(view, 1, col)
             grid.setColumnStretch(col, 1)
+        grid.addWidget(self.scale_box, 2, 1, Qt.AlignmentFlag.AlignRight)
         grid.addWidget(self.legend, 2, 2)
 
         form = QFormLayout()
@@ -114,6 +128,7 @@ class ComparisonView(QWidget):
 
     def clear(self) -> None:
         self.result = None
+        self._heat_cache = {}
         for view in (self.fp32_view, self.int8_view, self.diff_view):
             view.set_image(None)
         for label in self.numbers.values():
@@ -121,6 +136,8 @@ class ComparisonView(QWidget):
         self.placeholder.show()
 
     def set_result(self, result: Compared) -> None:
+        if result is not self.result:
+            self._heat_cache = {(False, DEFAULT_HEAT_SCALE): result.heat}
         self.result = result
         m = result.metrics
         self.numbers["mean"].setText(f"{m['mean_abs']:.4f}")
@@ -155,5 +172,18 @@ class ComparisonView(QWidget):
         self.titles[2].setText("|fp32 − int8| (raw)" if raw else "|Δα| = |fp32 − int8|")
         self.fp32_view.set_image(r.fp32_raw if raw else r.fp32_mask, r.size)
         self.int8_view.set_image(r.int8_raw if raw else r.int8_mask, r.size)
-        self.diff_view.set_image(r.raw_heat if raw else r.heat, r.size)
+        self.diff_view.set_image(self._heat(raw), r.size)
         self.legend.update()
+
+    def _heat(self, raw: bool) -> QImage:
+        assert self.result is not None
+        scale = float(self.scale_box.currentData())
+        key = (raw, scale)
+        if key not in self._heat_cache:
+            diff = self.result.raw_diff if raw else self.result.diff
+            self._heat_cache[key] = to_qimage(heatmap(diff, scale))
+        return self._heat_cache[key]
+
+    def _rescale(self) -> None:
+        self.legend.full_scale = float(self.scale_box.currentData())
+        self._refresh()

@@ -227,15 +227,15 @@ class MainWindow(QMainWindow):
         self.clear_background = QToolButton()
         self.clear_background.setText("Transparent")
         self.clear_background.clicked.connect(lambda: self._apply(background=""))
-        self.mask_only_box = QCheckBox("Mask only (save the alpha mask)")
+        self.mask_only_box = QCheckBox("Mask only")
         self.mask_only_box.setChecked(s.mask_only)
-        self.refine_box = QCheckBox("Refine edges (hair, fur)")
+        self.refine_box = QCheckBox("Refine edges")
         self.refine_box.setToolTip(
             "Sharpen the mask's edges with the photo's colours (about 10-50 ms). Off gives "
             "the network's mask exactly as rembg computes it."
         )
         self.refine_box.setChecked(s.refine)
-        self.decontaminate_box = QCheckBox("Clean edge colours (decontaminate)")
+        self.decontaminate_box = QCheckBox("Decontaminate colours")
         self.decontaminate_box.setToolTip(
             "When saving: re-estimate the subject's colours in see-through hair so no tint of "
             "the old background remains on a new one (slower)."

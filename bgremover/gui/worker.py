@@ -26,7 +26,7 @@ from ..imaging import LoadedImage
 from ..metrics import fidelity
 from ..models import DownloadCancelled
 from ..pipeline import Remover, Result
-from ..report import heatmap, mask_difference
+from ..report import DEFAULT_HEAT_SCALE, heatmap
 from .imageconv import thumbnail, to_qimage
 
 
@@ -86,10 +86,13 @@ class Compared:
     size: tuple[int, int]
     fp32_mask: QImage
     int8_mask: QImage
-    heat: QImage
     fp32_raw: QImage
     int8_raw: QImage
-    raw_heat: QImage
+    #: |Δα| and |Δraw| as uint8 (255 = 1.0), for heatmaps at any scale.
+    diff: np.ndarray
+    raw_diff: np.ndarray
+    #: The heatmap at the view's default scale, made here to spare the GUI thread.
+    heat: QImage
 
 
 @dataclass(frozen=True)
@@ -205,9 +208,10 @@ class Worker(QObject):
         metrics["infer_fp32_s"] = a.timings["infer"]
         metrics["infer_int8_s"] = b.timings["infer"]
         h, w = a.mask.shape
-        diff = mask_difference(a.mask, b.mask)
+        diff = np.abs(a.mask.astype(np.int16) - b.mask.astype(np.int16)).astype(np.uint8)
         raw_a = np.clip(a.raw, 0, 1)
         raw_b = np.clip(b.raw, 0, 1)
+        raw_diff = (np.abs(raw_a - raw_b) * 255 + 0.5).astype(np.uint8)
         self.compared.emit(
             Compared(
                 request.item_id,
@@ -217,10 +221,11 @@ class Worker(QObject):
                 (w, h),
                 fp32_mask=to_qimage(a.mask),
                 int8_mask=to_qimage(b.mask),
-                heat=to_qimage(heatmap(diff)),
                 fp32_raw=to_qimage((raw_a * 255 + 0.5).astype(np.uint8)),
                 int8_raw=to_qimage((raw_b * 255 + 0.5).astype(np.uint8)),
-                raw_heat=to_qimage(heatmap(np.abs(raw_a - raw_b))),
+                diff=diff,
+                raw_diff=raw_diff,
+                heat=to_qimage(heatmap(diff, DEFAULT_HEAT_SCALE)),
             )
         )
 

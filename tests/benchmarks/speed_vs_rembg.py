@@ -60,6 +60,12 @@ def main() -> int:
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--model", default="u2netp")
+    parser.add_argument(
+        "--precision",
+        nargs="+",
+        default=["fp32", "int8"],
+        help="bgremover precisions to time (each its own row)",
+    )
     args = parser.parse_args()
 
     images = [p for folder in args.folders for p in walk_images(folder)]
@@ -72,22 +78,17 @@ def main() -> int:
         (flat / f"{i:04d}_{src.name}").symlink_to(src.resolve())
     inputs = sorted(flat.iterdir())
 
+    def ours(precision: str):
+        return lambda out: [
+            sys.executable, "-m", "bgremover", "remove", str(flat), "-o", str(out),
+            "--model", args.model, "--precision", precision, "-q",
+        ]  # fmt: skip
+
     tools = {
         "rembg": lambda out: (
             [sys.executable, "-c", REMBG_LOOP, args.model, str(out)] + [str(p) for p in inputs]
         ),
-        "bgremover": lambda out: [
-            sys.executable,
-            "-m",
-            "bgremover",
-            "remove",
-            str(flat),
-            "-o",
-            str(out),
-            "--model",
-            args.model,
-            "-q",
-        ],
+        **{f"bgremover {p}": ours(p) for p in args.precision},
     }
     results: dict[str, list[tuple[float, int, int]]] = {name: [] for name in tools}
     try:
@@ -102,15 +103,17 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
 
     print(f"{len(inputs)} images, model {args.model}, {args.runs} runs, medians")
-    print(f"{'tool':<10} {'time s':>8} {'s/image':>8} {'peak RSS MB':>12} {'output MB':>10}")
+    print(f"{'tool':<16} {'time s':>8} {'s/image':>8} {'peak RSS MB':>12} {'output MB':>10}")
     medians = {}
     for name, rows in results.items():
         t = statistics.median(r[0] for r in rows)
         rss = statistics.median(r[1] for r in rows) / 1e6
         size = statistics.median(r[2] for r in rows) / 1e6
         medians[name] = t
-        print(f"{name:<10} {t:>8.2f} {t / len(inputs):>8.3f} {rss:>12.0f} {size:>10.1f}")
-    print(f"ratio rembg / bgremover: {medians['rembg'] / medians['bgremover']:.2f}")
+        print(f"{name:<16} {t:>8.2f} {t / len(inputs):>8.3f} {rss:>12.0f} {size:>10.1f}")
+    for name in medians:
+        if name != "rembg":
+            print(f"ratio rembg / {name}: {medians['rembg'] / medians[name]:.2f}")
     return 0
 
 
