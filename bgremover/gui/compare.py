@@ -41,7 +41,7 @@ class HeatLegend(QWidget):
         painter.fillRect(bar, grad)
         painter.setPen(self.palette().windowText().color())
         painter.drawText(2, bar.bottom(), self.title)
-        for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
+        for frac in (0.0, 0.5, 1.0):
             x = bar.left() + frac * bar.width()
             painter.drawLine(int(x), bar.bottom(), int(x), bar.bottom() + 3)
             label = f"{frac * self.full_scale:g}" + (
