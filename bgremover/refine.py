@@ -93,6 +93,27 @@ def _sample(img: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return out.reshape(-1, img.shape[2])[:n]
 
 
+def _outline_band(mask: np.ndarray, band: float) -> np.ndarray:
+    """Pixels within ``band`` x long side of the mask's 0.5 contour (worked out at <= 1024 px)."""
+    height, width = mask.shape
+    s = min(1.0, 1024 / max(height, width))
+    small = (
+        mask
+        if s == 1.0
+        else cv2.resize(
+            mask,
+            (max(1, round(width * s)), max(1, round(height * s))),
+            interpolation=cv2.INTER_AREA,
+        )
+    )
+    inside = (small >= 128).astype(np.uint8)
+    k = _disk(band * max(small.shape))
+    ring = cv2.dilate(inside, k) != cv2.erode(inside, k)
+    if s < 1.0:
+        ring = cv2.resize(ring.astype(np.uint8), (width, height), interpolation=cv2.INTER_NEAREST)
+    return ring.astype(bool)
+
+
 def refine_alpha(
     rgb: np.ndarray,
     mask: np.ndarray,
@@ -101,6 +122,7 @@ def refine_alpha(
     lo: float = 0.01,
     erode: float = 0.0025,
     sigma: float = 0.01,
+    band: float = 0.02,
     work_max: int = 512,
     levels: int = 6,
 ) -> np.ndarray:
@@ -115,6 +137,9 @@ def refine_alpha(
             colour samples, as a fraction of the long side (0.0025 = 2 px at 800).
         sigma: colour separability (squared RGB distance, 0..3 units) at which
             the colour model gets half the weight; lower trusts colour more.
+        band: half-width of the band around the mask's 0.5 outline that is
+            re-estimated, as a fraction of the long side; 0 re-estimates every
+            uncertain pixel.
         work_max: long side of the working resolution for the colour pyramid.
         levels: pyramid depth for the colour fill (reach ~ 2^levels working px).
 
@@ -133,6 +158,14 @@ def refine_alpha(
     bgk = mask <= lo8
     out = np.where(fgk, 255, 0).astype(np.uint8)
     unk = ~(fgk | bgk)
+    if band > 0:
+        # Only the outline is re-estimated. Uncertain pixels far from it (a badge inside a
+        # hat, faint stars in a flag behind a person) keep the network's value: there the
+        # colour model would trade the network's judgement for a colour resemblance.
+        near = _outline_band(mask, band)
+        keep = unk & ~near
+        out[keep] = mask[keep]
+        unk &= near
     ys, xs = np.nonzero(unk)
     if ys.size == 0:
         return out
