@@ -12,14 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
 from .batch import plan_batch
-from .compose import cutout
 from .errors import BgRemoverError
 from .imaging import read_image, write_image
 from .metrics import fidelity
-from .pipeline import Remover, postprocess, preprocess
+from .pipeline import Remover, preprocess
 from .report import comparison_sheet
 from .session import CPU, available_providers
 
@@ -150,30 +148,23 @@ def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
 
 
 def _stage_breakdown(image_path: Path, removers: dict) -> dict[str, Any]:
-    """decode, preprocess, inference, postprocess, encode (PNG) on the CPU sessions."""
+    """Median ms per stage (decode, preprocess, inference, postprocess, refine, PNG encode)
+    of the whole chain on the CPU sessions, as `remove` runs it."""
+    names = {"read": "decode", "preprocess": "preprocess", "infer": "inference",
+             "postprocess": "postprocess", "refine": "refine"}  # fmt: skip
     out: dict[str, Any] = {}
     for (provider, precision), r in removers.items():
         if provider != CPU:
             continue
-        samples: dict[str, list[float]] = {k: [] for k in
-                                           ("decode", "preprocess", "inference", "postprocess",
-                                            "encode")}  # fmt: skip
+        samples: dict[str, list[float]] = {k: [] for k in (*names.values(), "encode")}
         for _ in range(5):
-            t0 = time.perf_counter()
-            loaded = read_image(image_path)
-            t1 = time.perf_counter()
-            batch = preprocess(loaded.rgb, r.spec, r.input_size)
-            t2 = time.perf_counter()
-            raw = r.infer(batch)
-            t3 = time.perf_counter()
-            h, w = loaded.rgb.shape[:2]
-            mask = postprocess(raw, w, h)
-            t4 = time.perf_counter()
-            Image.fromarray(cutout(loaded.rgb, mask)).save(io.BytesIO(), "PNG")
-            t5 = time.perf_counter()
-            for key, value in zip(samples, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4),
-                                  strict=True):  # fmt: skip
-                samples[key].append(value)
+            result = r.remove(image_path)
+            start = time.perf_counter()
+            result.cutout().save(io.BytesIO(), "PNG")
+            samples["encode"].append(time.perf_counter() - start)
+            for key, name in names.items():
+                samples[name].append(result.timings[key])
         out[precision] = {k: 1000 * statistics.median(v) for k, v in samples.items()}
-        out["size"] = f"{w}×{h}"
+        height, width = result.mask.shape
+        out["size"] = f"{width}×{height}"
     return out

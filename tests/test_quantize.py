@@ -106,8 +106,8 @@ def test_bench_and_models_list_show_int8(u2netp_path: Path) -> None:
     data = json.loads(proc.stdout)
     rows = {(r["provider"], r["precision"]) for r in data["inference"] if "median_ms" in r}
     assert {("CPUExecutionProvider", "fp32"), ("CPUExecutionProvider", "int8")} <= rows
-    assert set(data["stages"]["fp32"]) == {"decode", "preprocess", "inference", "postprocess",
-                                           "encode"}  # fmt: skip
+    stages = {"decode", "preprocess", "inference", "postprocess", "refine", "encode"}
+    assert set(data["stages"]["fp32"]) == stages
     listing = json.loads(run_cli("models", "list", "--json", check=True).stdout)
     int8 = [m for m in listing["models"] if m["precision"] == "int8"]
     assert int8 and int8[0]["name"] == "u2netp" and Path(int8[0]["path"]).is_file()
