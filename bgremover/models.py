@@ -37,6 +37,10 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 
 _RELEASE = "https://github.com/danielgatis/rembg/releases/download/v0.0.0/"
 
+#: Models shipped inside a bundled app (filled by packaging/build.py, absent in a source
+#: checkout). Read-only; files here are verified like downloads before use.
+BUNDLED_DIR = Path(__file__).with_name("bundled_models")
+
 
 class DownloadCancelled(BgRemoverError):
     """Raised by a progress callback to stop a download; nothing is left behind."""
@@ -327,9 +331,12 @@ class ModelStore:
         return self.models_dir / spec.filename
 
     def cached_path(self, spec: ModelSpec) -> Path | None:
-        """The cached file if present (not re-hashed; :meth:`ensure` verifies)."""
+        """The cached (or bundled) file if present (not re-hashed; :meth:`ensure` verifies)."""
         path = self.path_for(spec)
-        return path if path.is_file() else None
+        if path.is_file():
+            return path
+        bundled = BUNDLED_DIR / spec.filename
+        return bundled if spec.local_path is None and bundled.is_file() else None
 
     def verify(self, spec: ModelSpec, path: Path) -> bool:
         """True when the file matches the pinned hash (always True for local files)."""
@@ -351,6 +358,9 @@ class ModelStore:
         path = self.path_for(spec)
         if spec.local_path is not None:
             return path
+        bundled = BUNDLED_DIR / spec.filename
+        if bundled.is_file() and self.verify(spec, bundled):
+            return bundled
         if path.is_file():
             if self.verify(spec, path):
                 return path

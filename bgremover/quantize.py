@@ -150,8 +150,11 @@ def _folder_key(folder: Path) -> str:
 
 def cached_int8(store: ModelStore, spec: ModelSpec) -> list[dict[str, Any]]:
     """Records of the int8 models of ``spec`` already in the cache."""
+    from .models import BUNDLED_DIR
+
     records = []
-    for path in sorted(store.models_dir.glob(f"{spec.name}.int8-*.onnx")):
+    pattern = f"{spec.name}.int8-*.onnx"
+    for path in sorted([*store.models_dir.glob(pattern), *BUNDLED_DIR.glob(pattern)]):
         recipe = path.stem.split(".int8-", 1)[1].rsplit("-", 1)[0]
         records.append(
             {
@@ -180,6 +183,10 @@ def ensure_int8(
     target = int8_path(store, spec, fp32, recipe, calibration)
     if target.is_file():
         return target
+    from .models import BUNDLED_DIR
+
+    if (BUNDLED_DIR / target.name).is_file():  # made at build time, same key
+        return BUNDLED_DIR / target.name
     quantize_model(fp32, target, recipe, calibration_files(calibration), spec, progress)
     return target
 

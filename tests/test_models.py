@@ -152,7 +152,10 @@ def test_cancel_leaves_nothing(tmp_path: Path, server) -> None:
     assert not list(store.models_dir.iterdir())
 
 
-def test_list_models_records(tmp_path: Path) -> None:
+def test_list_models_records(tmp_path: Path, monkeypatch) -> None:
+    import bgremover.models as models
+
+    monkeypatch.setattr(models, "BUNDLED_DIR", tmp_path / "no-bundle")
     records = ModelStore(tmp_path).list_models()
     assert records[0]["name"] == "u2netp"
     for r in records:
@@ -167,3 +170,25 @@ def test_real_u2netp_from_the_store(u2netp_path: Path) -> None:
     assert len(data) == 4_574_861
     assert hashlib.md5(data).hexdigest() == REGISTRY["u2netp"].md5
     assert hashlib.sha256(data).hexdigest() == REGISTRY["u2netp"].sha256
+
+
+def test_bundled_model_is_used_and_verified(tmp_path: Path, server, monkeypatch) -> None:
+    """A bundled app's model (read-only, beside the code) is used without network, if it
+    matches its hash; a damaged bundled copy is ignored and the normal sources are used."""
+    import bgremover.models as models
+
+    base, root = server
+    blob = b"the bundled model"
+    spec = spec_for(blob, base + "m.onnx")
+    bundled = tmp_path / "bundled"
+    bundled.mkdir()
+    (bundled / spec.filename).write_bytes(blob)
+    monkeypatch.setattr(models, "BUNDLED_DIR", bundled)
+    store = ModelStore(tmp_path / "home")
+    assert store.cached_path(spec) == bundled / spec.filename
+    assert store.ensure(spec) == bundled / spec.filename
+    assert not store.models_dir.exists()  # nothing downloaded
+
+    (bundled / spec.filename).write_bytes(b"damaged")
+    (root / "m.onnx").write_bytes(blob)
+    assert store.ensure(spec) == store.models_dir / spec.filename

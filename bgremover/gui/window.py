@@ -778,4 +778,5 @@ def application() -> QApplication:
     app.setApplicationName("bgremover")
     app.setOrganizationName("bgremover")
     app.setApplicationVersion(__version__)
+    app.setWindowIcon(QIcon(str(Path(__file__).with_name("icon.png"))))
     return app  # type: ignore[return-value]

@@ -1,0 +1,99 @@
+"""Build the desktop bundle for this platform with PyInstaller.
+
+    python packaging/build.py [--skip-int8]
+
+1. Obtains the default model through the project's model store (hash-verified) and
+   makes its int8 version with the default recipe, then copies both into
+   bgremover/bundled_models/, which the spec ships: the app needs no network on
+   first launch.
+2. Runs PyInstaller on packaging/bgremover.spec (onedir): packaging/dist/bgremover/
+   (and bgremover.app on macOS), then removes the staging copy of the models.
+3. Prints the bundle's size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bgremover import __version__  # noqa: E402
+from bgremover.models import BUNDLED_DIR, DEFAULT_MODEL, REGISTRY, ModelStore  # noqa: E402
+
+
+def bundle_models(with_int8: bool) -> None:
+    store = ModelStore()
+    spec = REGISTRY[DEFAULT_MODEL]
+    shutil.rmtree(BUNDLED_DIR, ignore_errors=True)
+    fp32 = store.ensure(spec)  # downloads if needed; verified against the pinned sha256
+    if BUNDLED_DIR in fp32.parents:
+        raise SystemExit("the model store resolved to the bundle folder itself")
+    BUNDLED_DIR.mkdir()
+    shutil.copy2(fp32, BUNDLED_DIR / spec.filename)
+    if not store.verify(spec, BUNDLED_DIR / spec.filename):
+        raise SystemExit("the bundled model copy does not match its pinned hash")
+    if with_int8:
+        from bgremover.quantize import DEFAULT_RECIPE, ensure_int8
+
+        int8 = ensure_int8(spec, store, DEFAULT_RECIPE, fp32_path=fp32)
+        shutil.copy2(int8, BUNDLED_DIR / int8.name)
+    for f in sorted(BUNDLED_DIR.iterdir()):
+        print(f"bundled model: {f.name} ({f.stat().st_size / 1e6:.1f} MB)")
+
+
+def windows_version_file(path: Path) -> None:
+    """The VERSIONINFO resource of the Windows executables."""
+    nums = [int(x) for x in __version__.split(".")[:3]] + [0]
+    text = f"""VSVersionInfo(
+  ffi=FixedFileInfo(filevers={tuple(nums)}, prodvers={tuple(nums)}),
+  kids=[
+    StringFileInfo([StringTable('040904B0', [
+      StringStruct('CompanyName', 'bgremover'),
+      StringStruct('FileDescription', 'bgremover background remover'),
+      StringStruct('FileVersion', '{__version__}'),
+      StringStruct('ProductName', 'bgremover'),
+      StringStruct('ProductVersion', '{__version__}')])]),
+    VarFileInfo([VarStruct('Translation', [1033, 1200])])
+  ]
+)
+"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def folder_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--skip-int8", action="store_true", help="bundle only the fp32 model")
+    args = parser.parse_args()
+    here = ROOT / "packaging"
+    bundle_models(with_int8=not args.skip_int8)
+    if sys.platform == "win32":
+        windows_version_file(here / "build" / "version_info.txt")
+    cmd = [
+        sys.executable, "-m", "PyInstaller", str(here / "bgremover.spec"), "--noconfirm",
+        "--clean", "--distpath", str(here / "dist"), "--workpath", str(here / "build" / "work"),
+    ]  # fmt: skip
+    try:
+        subprocess.run(cmd, check=True, cwd=ROOT)
+    finally:
+        # The staging copy is only for PyInstaller: a source checkout downloads as usual.
+        shutil.rmtree(BUNDLED_DIR, ignore_errors=True)
+    bundle = here / "dist" / "bgremover"
+    print(f"bundle: {bundle} ({folder_size(bundle) / 1e6:.0f} MB)")
+    app = here / "dist" / "bgremover.app"
+    if app.exists():
+        print(f"app: {app} ({folder_size(app) / 1e6:.0f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
