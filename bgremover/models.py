@@ -43,10 +43,10 @@ BUNDLED_DIR = Path(__file__).with_name("bundled_models")
 
 
 class DownloadCancelled(BgRemoverError):
-    """Raised by a progress callback to stop a download; nothing is left behind."""
+    """Raised by a progress callback to stop a download or quantization; nothing is left behind."""
 
     def __init__(self) -> None:
-        super().__init__("The model download was cancelled; nothing was saved.")
+        super().__init__("Cancelled while preparing the model; nothing was saved.")
 
 
 @dataclass(frozen=True)

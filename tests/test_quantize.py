@@ -152,3 +152,20 @@ def test_faithful_int8_agrees_with_fp32_on_real_photos(u2netp_path: Path) -> Non
         assert m["iou"] > 0.95 and m["band_abs"] < 0.08, (photo.name, m)
         ious.append(m["iou"])
     assert np.mean(ious) > 0.98
+
+
+def test_cancelled_quantization_leaves_nothing(tmp_path: Path, tiny_model: Path) -> None:
+    from bgremover.models import DownloadCancelled
+
+    store = ModelStore(tmp_path)
+    spec = local_spec(tiny_model)
+
+    def cancel_midway(done: int, total: int) -> None:
+        if done >= 3:
+            raise DownloadCancelled()
+
+    with pytest.raises(DownloadCancelled, match="nothing was saved"):
+        ensure_int8(spec, store, "naive", progress=cancel_midway)
+    assert not int8_path(store, spec, tiny_model, "naive").exists()
+    leftovers = list(store.models_dir.rglob("*")) if store.models_dir.exists() else []
+    assert not [p for p in leftovers if p.is_file()]
