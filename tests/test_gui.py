@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -235,3 +238,28 @@ def test_screenshot_mode(tmp_path: Path, u2netp_path) -> None:
     bad.write_text("nope")
     proc = run_gui(str(bad), "--screenshot", str(tmp_path / "bad_shot.png"))
     assert proc.returncode == 1 and "bad.png" in proc.stderr
+
+
+def test_file_open_event_becomes_a_signal() -> None:
+    """macOS sends files opened from the Finder as QFileOpenEvent; the app emits fileOpened.
+
+    Run in a fresh process: pytest-qt's own QApplication is a plain one.
+    """
+    code = (
+        "import sys\n"
+        "from PySide6.QtGui import QFileOpenEvent\n"
+        "from bgremover.gui.window import Application, application\n"
+        "app = application()\n"
+        "assert isinstance(app, Application)\n"
+        "got = []\n"
+        "app.fileOpened.connect(got.append)\n"
+        "app.sendEvent(app, QFileOpenEvent(sys.argv[1]))\n"
+        "print(got[0].name)\n"
+    )
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(SAMPLE)], capture_output=True, text=True, env=env,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "sample.jpg"

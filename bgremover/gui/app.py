@@ -49,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     app = application()
     window = MainWindow()
+    if hasattr(app, "fileOpened"):  # files opened from the Finder while the app runs
+        app.fileOpened.connect(lambda path: window.add_paths([path]))
     window.show()
     launched = time.monotonic()
     exit_code = {"value": 0}

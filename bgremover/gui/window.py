@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QSize, Qt, QThread, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, QThread, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QIcon, QImage, QKeySequence, QPixmap
 from PySide6.QtWidgets import (
     QApplication,
@@ -773,8 +773,20 @@ class MainWindow(QMainWindow):
         )
 
 
+class Application(QApplication):
+    """The app object; turns the macOS "open this file" events into a signal."""
+
+    fileOpened = Signal(Path)
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.FileOpen:
+            self.fileOpened.emit(Path(event.file()))
+            return True
+        return super().event(event)
+
+
 def application() -> QApplication:
-    app = QApplication.instance() or QApplication([])
+    app = QApplication.instance() or Application([])
     app.setApplicationName("bgremover")
     app.setOrganizationName("bgremover")
     app.setApplicationVersion(__version__)
