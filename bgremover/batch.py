@@ -101,6 +101,7 @@ def plan_batch(inputs: Sequence[Path], output: Path, fmt: str) -> Plan:
             problems.append((item, "no such file or folder"))
 
     input_set = {src.resolve() for src, _ in pairs}
+    output_is_folder = not single_file_target
     taken: set[Path] = set()
     jobs: list[Job] = []
     for src, wanted in pairs:
@@ -110,6 +111,17 @@ def plan_batch(inputs: Sequence[Path], output: Path, fmt: str) -> Plan:
             target = wanted.with_name(f"{src.stem}_{ext}{wanted.suffix}")
         if target.resolve() in taken or target.resolve() in input_set:
             problems.append((src, f"its output {target} would overwrite another file of this run"))
+            continue
+        if not target.resolve().is_relative_to(
+            out_resolved if output_is_folder else out_resolved.parent
+        ):
+            problems.append(
+                (
+                    src,
+                    f"its output {target} would be written outside {output} "
+                    "(through a symbolic link); nothing written",
+                )
+            )
             continue
         taken.add(target.resolve())
         jobs.append(Job(src, target))

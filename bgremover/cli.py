@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shutil
 import sys
 import time
@@ -157,6 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--overwrite",
         action="store_true",
         help="redo outputs that already exist instead of skipping them",
+    )
+    rm.add_argument(
+        "--max-megapixels",
+        type=float,
+        default=None,
+        help="refuse images larger than this (decompression-bomb guard; default 250)",
     )
     rm.add_argument("-q", "--quiet", action="store_true", help="no progress display")
 
@@ -316,6 +323,10 @@ def cmd_remove(args: argparse.Namespace) -> int:
     from .compose import ComposeOptions, parse_color
     from .pipeline import Remover
 
+    if args.max_megapixels is not None:
+        from .imaging import MAX_MEGAPIXELS_ENV
+
+        os.environ[MAX_MEGAPIXELS_ENV] = str(args.max_megapixels)
     fmt = args.format
     if fmt is None:
         suffix = args.output.suffix.lower().lstrip(".")

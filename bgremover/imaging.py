@@ -67,13 +67,52 @@ class LoadedImage:
     mode: str  # the Pillow mode the image was stored in
 
 
+#: Largest image read, in megapixels, unless BGREMOVER_MAX_MEGAPIXELS says otherwise: a
+#: guard against decompression bombs (tiny files announcing huge images). 250 MP covers
+#: the largest camera and panorama files while keeping memory bounded.
+DEFAULT_MAX_MEGAPIXELS = 250.0
+MAX_MEGAPIXELS_ENV = "BGREMOVER_MAX_MEGAPIXELS"
+
+# bgremover checks the size itself (below), with a message that names its own limit;
+# Pillow's built-in check would refuse at 179 MP with a warning before that.
+Image.MAX_IMAGE_PIXELS = None
+
+try:  # HEIC/HEIF (iPhone photos) when the optional pillow-heif plugin is installed
+    import pillow_heif
+
+    pillow_heif.register_heif_opener()
+    HEIF_EXTENSIONS = frozenset({".heic", ".heif"})
+except ImportError:
+    HEIF_EXTENSIONS = frozenset()
+IMAGE_EXTENSIONS = IMAGE_EXTENSIONS | HEIF_EXTENSIONS
+
+
+def max_megapixels() -> float:
+    try:
+        return float(os.environ.get(MAX_MEGAPIXELS_ENV, DEFAULT_MAX_MEGAPIXELS))
+    except ValueError:
+        return DEFAULT_MAX_MEGAPIXELS
+
+
 def read_image(path: str | os.PathLike[str]) -> LoadedImage:
-    """Read an image file; any failure is an :class:`ImageReadError` naming the file."""
+    """Read an image file; any failure is an :class:`ImageReadError` naming the file.
+
+    Animated images (GIF, WebP, APNG) give their first frame.
+    """
     p = Path(path)
     try:
         if p.stat().st_size == 0:
             raise ImageReadError(f"{p}: the file is empty (0 bytes). Re-export or re-copy it.")
         with Image.open(p) as img:
+            limit = max_megapixels()
+            megapixels = img.width * img.height / 1e6
+            if megapixels > limit:
+                raise ImageReadError(
+                    f"{p}: refused, {img.width}×{img.height} is {megapixels:.0f} megapixels, "
+                    f"over the limit of {limit:g} megapixels that protects against "
+                    f"decompression bombs. If the image is genuine, raise the limit with "
+                    f"--max-megapixels or the {MAX_MEGAPIXELS_ENV} environment variable."
+                )
             img.load()  # decode now so that truncated files fail here, not later
             return from_pil(img, str(p))
     except ImageReadError:
@@ -87,9 +126,14 @@ def read_image(path: str | os.PathLike[str]) -> LoadedImage:
     except Image.DecompressionBombError as exc:
         raise ImageReadError(f"{p}: refused as a possible decompression bomb ({exc}).") from None
     except UnidentifiedImageError:
+        heic = "" if HEIF_EXTENSIONS else " HEIC/HEIF photos need `pip install pillow-heif`."
         raise ImageReadError(
             f"{p}: not an image format Pillow can read. Supported: JPEG, PNG, WebP, "
-            "TIFF, BMP, GIF and the other formats Pillow reads."
+            f"TIFF, BMP, GIF and the other formats Pillow reads.{heic}"
+        ) from None
+    except MemoryError:
+        raise ImageReadError(
+            f"{p}: not enough memory to decode it; lower --max-megapixels or close other programs."
         ) from None
     except (OSError, SyntaxError, ValueError) as exc:
         raise ImageReadError(f"{p}: the image data is damaged or truncated ({exc}).") from None
