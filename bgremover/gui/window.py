@@ -74,6 +74,8 @@ class QueueEntry:
     compared: Compared | None = None
     compare_pending: bool = False
     compare_error: str = ""
+    #: Its row in the queue list (results arrive by id; no search through the list).
+    item: QListWidgetItem | None = None
 
 
 class MainWindow(QMainWindow):
@@ -422,6 +424,7 @@ class MainWindow(QMainWindow):
         self.entries[entry.item_id] = entry
         item = QListWidgetItem(name)
         item.setData(Qt.ItemDataRole.UserRole, entry.item_id)
+        entry.item = item
         self.queue.addItem(item)
         self._paint_item(entry)
         self.submit.emit(ProcessRequest(entry.item_id, source, self.settings.engine()))
@@ -492,15 +495,8 @@ class MainWindow(QMainWindow):
         item = self.queue.currentItem()
         return self.entries.get(item.data(Qt.ItemDataRole.UserRole)) if item else None
 
-    def _item_for(self, item_id: int) -> QListWidgetItem | None:
-        for row in range(self.queue.count()):
-            item = self.queue.item(row)
-            if item.data(Qt.ItemDataRole.UserRole) == item_id:
-                return item
-        return None
-
     def _paint_item(self, entry: QueueEntry) -> None:
-        item = self._item_for(entry.item_id)
+        item = entry.item
         if item is None:
             return
         item.setText(f"{entry.name}\n{entry.status}")
@@ -518,6 +514,7 @@ class MainWindow(QMainWindow):
             return
         self.queue.takeItem(self.queue.currentRow())
         self.entries.pop(entry.item_id, None)
+        entry.item = None
         self._show_current()
         self._update_enabled()
 
