@@ -39,8 +39,8 @@ def heatmap(diff: np.ndarray, full_scale: float = 1.0) -> np.ndarray:
 
 
 def mask_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|a - b| of two uint8 masks, as float32 in [0, 1]."""
-    return np.abs(a.astype(np.int16) - b.astype(np.int16)).astype(np.float32) / 255.0
+    """|a - b| of two uint8 masks, as uint8 (255 = 1); exact, and what :func:`heatmap` takes."""
+    return np.abs(a.astype(np.int16) - b.astype(np.int16)).astype(np.uint8)
 
 
 def comparison_sheet(

@@ -1,4 +1,4 @@
-"""numpy <-> Qt image conversion and the colour map of the difference heatmap.
+"""numpy <-> Qt image conversion.
 
 QImage (unlike QPixmap) may be built on the worker thread, so the heavy
 conversions happen there and the GUI thread only shows the results.
@@ -9,10 +9,6 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
-
-from ..report import HEAT_LUT, heatmap
-
-__all__ = ["HEAT_LUT", "heatmap", "qimage_to_rgba", "thumbnail", "to_qimage"]
 
 
 def to_qimage(array: np.ndarray) -> QImage:

@@ -25,7 +25,8 @@ class Settings:
     last_output_folder: str = ""
 
     def engine(self) -> EngineConfig:
-        return EngineConfig(self.model, self.precision, self.providers, self.threads, self.refine)
+        """The engine part of the settings (the fields both dataclasses share)."""
+        return EngineConfig(**{f.name: getattr(self, f.name) for f in fields(EngineConfig)})
 
 
 def qsettings() -> QSettings:

@@ -43,7 +43,7 @@ from ..models import REGISTRY, ModelStore
 from ..session import available_providers
 from .compare import ComparisonView
 from .dialogs import BatchDialog, show_error
-from .imageconv import qimage_to_rgba
+from .imageconv import qimage_to_rgba, to_qimage
 from .settings import Settings, load_settings, save_settings
 from .views import ImageView
 from .worker import (
@@ -732,8 +732,6 @@ class MainWindow(QMainWindow):
             return
         r = entry.processed.result
         img = np.asarray(compose(r.image.rgb, r.alpha, self._compose_options()))
-        from .imageconv import to_qimage
-
         QGuiApplication.clipboard().setImage(to_qimage(img))
         self.statusBar().showMessage("Cutout copied to the clipboard.", 4000)
 

@@ -26,7 +26,7 @@ from ..imaging import LoadedImage
 from ..metrics import fidelity
 from ..models import DownloadCancelled
 from ..pipeline import Remover, Result
-from ..report import DEFAULT_HEAT_SCALE, heatmap
+from ..report import DEFAULT_HEAT_SCALE, heatmap, mask_difference
 from .imageconv import thumbnail, to_qimage
 
 
@@ -208,7 +208,7 @@ class Worker(QObject):
         metrics["infer_fp32_s"] = a.timings["infer"]
         metrics["infer_int8_s"] = b.timings["infer"]
         h, w = a.mask.shape
-        diff = np.abs(a.mask.astype(np.int16) - b.mask.astype(np.int16)).astype(np.uint8)
+        diff = mask_difference(a.mask, b.mask)
         raw_a = np.clip(a.raw, 0, 1)
         raw_b = np.clip(b.raw, 0, 1)
         raw_diff = (np.abs(raw_a - raw_b) * 255 + 0.5).astype(np.uint8)
