@@ -1,0 +1,109 @@
+"""A streaming PNG writer: rows in, a standard 8-bit PNG out, one strip at a time.
+
+Why bgremover writes PNG itself: a 12-megapixel cutout is 48 MB of RGBA. Pillow
+and OpenCV both need that whole array before they encode it, and a batch keeps
+two or three photos in flight, so those copies alone would double the memory a
+batch needs. Here the cutout is composed and compressed a strip of rows at a
+time (see ``batch.py``): only the compressed file is ever whole.
+
+The format part is small and fixed by the PNG specification (signature, IHDR,
+IDAT, IEND chunks with CRC-32). Every row uses the "Up" filter (row minus the
+row above, modulo 256), and the deflate stream comes from zlib-ng when it is
+installed (a dependency; about twice as fast as zlib at the same size) or from
+Python's own zlib otherwise. Filter and level were chosen by measurement on
+cutouts, against rembg's output size (README, "Speed").
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import BinaryIO
+
+import numpy as np
+
+try:
+    from zlib_ng import zlib_ng as _deflate
+except ImportError:  # pragma: no cover - zlib-ng is a dependency; stay usable without it
+    _deflate = zlib  # type: ignore[assignment]
+
+__all__ = ["DEFAULT_LEVEL", "PngWriter"]
+
+SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: Colour type for 1 (grey), 2 (grey + alpha), 3 (RGB) and 4 (RGBA) channels.
+_COLOUR_TYPES = {1: 0, 2: 4, 3: 2, 4: 6}
+_UP = 2  # the PNG filter type
+#: zlib level 4, measured on cutouts against rembg's files (zlib level 6, adaptive
+#: filters): 1.04x its bytes on 12-megapixel photos and 1.06x on 0.2-2 MP ones, at a
+#: seventh of Pillow's encoding time. Level 5 saves 1-2 % more for 15 % more time,
+#: level 6 4 % for 50 % more; level 3 is 8 % larger.
+DEFAULT_LEVEL = 4
+_IDAT_SIZE = 1 << 20  # compressed bytes gathered into each IDAT chunk
+
+
+class PngWriter:
+    """Write a PNG of ``width`` x ``height`` pixels to ``fh`` from strips of rows.
+
+    ``write_rows`` takes uint8 arrays of shape (rows, width) or (rows, width,
+    channels), top to bottom, until ``height`` rows are written; ``close``
+    finishes the file. Writing more or fewer rows is an error.
+    """
+
+    def __init__(
+        self, fh: BinaryIO, width: int, height: int, channels: int, level: int = DEFAULT_LEVEL
+    ) -> None:
+        if channels not in _COLOUR_TYPES:
+            raise ValueError(f"PNG rows need 1 to 4 channels, got {channels}")
+        if not (0 < width < 2**31 and 0 < height < 2**31):
+            raise ValueError(f"PNG size must be positive, got {width} x {height}")
+        self._fh = fh
+        self.width, self.height, self.channels = width, height, channels
+        self._rows = 0
+        self._prev = np.zeros(width * channels, dtype=np.uint8)  # the row above row 0
+        self._deflate = _deflate.compressobj(level, zlib.DEFLATED, 15, 9)
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        fh.write(SIGNATURE)
+        ihdr = struct.pack(">IIBBBBB", width, height, 8, _COLOUR_TYPES[channels], 0, 0, 0)
+        self._chunk(b"IHDR", ihdr)
+
+    def write_rows(self, rows: np.ndarray) -> None:
+        rows = np.asarray(rows)
+        if rows.dtype != np.uint8:
+            raise ValueError(f"PNG rows must be uint8, got {rows.dtype}")
+        count = rows.shape[0]
+        flat = rows.reshape(count, -1)
+        if flat.shape[1] != self.width * self.channels or rows.shape[1] != self.width:
+            raise ValueError(
+                f"rows of shape {rows.shape} do not fit a {self.width}-pixel wide, "
+                f"{self.channels}-channel PNG"
+            )
+        if self._rows + count > self.height:
+            raise ValueError(f"more rows than the PNG's height of {self.height}")
+        filtered = np.empty((count, flat.shape[1] + 1), dtype=np.uint8)
+        filtered[:, 0] = _UP
+        np.subtract(flat[0], self._prev, out=filtered[0, 1:])  # uint8 wraps: modulo 256
+        np.subtract(flat[1:], flat[:-1], out=filtered[1:, 1:])
+        self._prev = flat[-1].copy()
+        self._rows += count
+        self._add(self._deflate.compress(filtered))
+
+    def close(self) -> None:
+        if self._rows != self.height:
+            raise ValueError(f"PNG has {self._rows} of its {self.height} rows")
+        self._add(self._deflate.flush(), last=True)
+        self._chunk(b"IEND", b"")
+
+    def _add(self, data: bytes, last: bool = False) -> None:
+        if data:
+            self._pending.append(data)
+            self._pending_size += len(data)
+        if self._pending and (last or self._pending_size >= _IDAT_SIZE):
+            self._chunk(b"IDAT", b"".join(self._pending))
+            self._pending, self._pending_size = [], 0
+
+    def _chunk(self, kind: bytes, data: bytes) -> None:
+        self._fh.write(struct.pack(">I", len(data)))
+        self._fh.write(kind)
+        self._fh.write(data)
+        self._fh.write(struct.pack(">I", zlib.crc32(data, zlib.crc32(kind))))
