@@ -360,8 +360,10 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
     start = time.monotonic()
     finished: BatchFinished | None = None
+    count = 0  # items complete out of order: progress counts them
     for event in run_batch(plan.jobs, remover, options, fmt, overwrite=args.overwrite):
         if isinstance(event, (ItemDone, ItemSkipped, ItemFailed)):
+            count += 1
             if isinstance(event, ItemFailed):
                 progress.clear()
                 reason = event.reason
@@ -370,7 +372,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
                 _err(f"bgremover: failed: {reason}")
             elif isinstance(event, ItemDone):
                 log.info("%s -> %s (%.2f s)", event.job.source, event.job.output, event.seconds)
-            progress.show(_progress_line(event.index, event.total, start, event.job.source))
+            progress.show(_progress_line(count, event.total, start, event.job.source))
         elif isinstance(event, BatchFinished):
             finished = event
     progress.clear()
@@ -388,11 +390,11 @@ def cmd_remove(args: argparse.Namespace) -> int:
     return EXIT_SOME_FAILED if failed else EXIT_OK
 
 
-def _progress_line(index: int, total: int, start: float, current: Path) -> str:
+def _progress_line(count: int, total: int, start: float, current: Path) -> str:
     elapsed = time.monotonic() - start
-    left = elapsed / index * (total - index) if index else 0.0
+    left = elapsed / count * (total - count) if count else 0.0
     eta = f"{int(left // 60)}:{int(left % 60):02d}"
-    return f"[{index}/{total}] {100 * index // total:3d}%  eta {eta}  {current.name}"
+    return f"[{count}/{total}] {100 * count // total:3d}%  eta {eta}  {current.name}"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,13 +7,17 @@ import errno
 import io
 import os
 import secrets
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
+import cv2
 import numpy as np
 from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
 
 from .errors import DiskFullError, ImageReadError, ImageWriteError
+from .png import PngWriter
 
 #: File name endings walked when a folder is given. Pillow reads all of them.
 IMAGE_EXTENSIONS = frozenset(
@@ -45,7 +49,8 @@ IMAGE_EXTENSIONS = frozenset(
     ]
 )
 
-#: Output formats and the Pillow options they are written with.
+#: Output formats and the Pillow options they are written with (PNG of 8-bit grey, RGB
+#: and RGBA goes through bgremover's streaming writer instead, see png.py).
 OUTPUT_FORMATS = {
     "png": {"format": "PNG"},
     # Lossy colour at a high quality, lossless alpha: edges stay exact, files stay small.
@@ -113,8 +118,13 @@ def read_image(path: str | os.PathLike[str]) -> LoadedImage:
                     f"decompression bombs. If the image is genuine, raise the limit with "
                     f"--max-megapixels or the {MAX_MEGAPIXELS_ENV} environment variable."
                 )
+            upright = img.getexif().get(_ORIENTATION, 1) == 1
+            if img.format == "JPEG" and img.mode == "RGB" and upright:
+                rgb = _decode_jpeg(p)
+                if rgb is not None:
+                    return LoadedImage(rgb, None, str(p), img.mode)
             img.load()  # decode now so that truncated files fail here, not later
-            return from_pil(img, str(p))
+            return from_pil(img, str(p), owned=True)
     except ImageReadError:
         raise
     except FileNotFoundError:
@@ -139,10 +149,38 @@ def read_image(path: str | os.PathLike[str]) -> LoadedImage:
         raise ImageReadError(f"{p}: the image data is damaged or truncated ({exc}).") from None
 
 
-def from_pil(img: Image.Image, source: str = "<image>") -> LoadedImage:
-    """Normalise any Pillow image to upright RGB plus optional alpha."""
+_ORIENTATION = 0x0112  # the EXIF tag
+
+
+def _decode_jpeg(path: Path) -> np.ndarray | None:
+    """An upright colour JPEG decoded by OpenCV, or None to let Pillow do it.
+
+    Both use libjpeg-turbo with the same settings and give the same pixels (checked
+    on the test photos), but OpenCV decodes straight into one array: at 12
+    megapixels 40 % faster and without Pillow's 48 MB internal copy. Only files
+    that end with the JPEG end marker come here, so a truncated file still fails
+    in Pillow with its message instead of being decoded grey at the bottom.
+    """
+    data = np.fromfile(path, dtype=np.uint8)
+    if data.size < 4 or data[-2] != 0xFF or data[-1] != 0xD9:
+        return None
+    bgr = cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
+    if bgr is None or bgr.ndim != 3:
+        return None
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB, dst=bgr)
+
+
+def from_pil(img: Image.Image, source: str = "<image>", *, owned: bool = False) -> LoadedImage:
+    """Normalise any Pillow image to upright RGB plus optional alpha.
+
+    ``owned``: ``img`` is ours to change (it was just read from a file), so it is
+    turned upright in place rather than copied: at 12 megapixels each copy is 36 MB.
+    """
     mode = img.mode
-    img = ImageOps.exif_transpose(img) or img
+    if owned:
+        ImageOps.exif_transpose(img, in_place=True)
+    else:
+        img = ImageOps.exif_transpose(img) or img
     if img.mode == "CMYK" and img.info.get("icc_profile"):
         img = _cmyk_to_srgb(img)
     if img.mode.startswith("I") or img.mode == "F":
@@ -156,7 +194,9 @@ def from_pil(img: Image.Image, source: str = "<image>") -> LoadedImage:
         alpha = rgba[..., 3]
         rgb = np.ascontiguousarray(rgba[..., :3])
         return LoadedImage(rgb, None if alpha.min() == 255 else alpha.copy(), source, mode)
-    return LoadedImage(np.asarray(img.convert("RGB")), None, source, mode)
+    return LoadedImage(
+        np.asarray(img if img.mode == "RGB" else img.convert("RGB")), None, source, mode
+    )
 
 
 def from_array(array: np.ndarray, source: str = "<array>") -> LoadedImage:
@@ -195,10 +235,25 @@ def _cmyk_to_srgb(img: Image.Image) -> Image.Image:
 
 
 def is_complete_image(path: Path) -> bool:
-    """True when ``path`` is a readable image file (used to skip finished outputs)."""
+    """True when ``path`` is a whole image file (used to skip finished outputs on a rerun).
+
+    PNG and WebP, the formats bgremover writes, are checked from their structure
+    without decoding: a PNG must end with its IEND chunk, a WebP's RIFF header
+    must announce the file's size. Both are read in a few bytes, so resuming a
+    large batch does not decode every finished output. Other formats are verified
+    by Pillow.
+    """
     try:
-        if path.stat().st_size == 0:
+        size = path.stat().st_size
+        if size == 0:
             return False
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+            if head.startswith(_PNG_SIGNATURE):
+                fh.seek(-len(_PNG_END), os.SEEK_END)
+                return size > len(_PNG_SIGNATURE) + len(_PNG_END) and fh.read() == _PNG_END
+            if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+                return int.from_bytes(head[4:8], "little") + 8 == size
         with Image.open(path) as img:
             img.verify()
         return True
@@ -206,20 +261,92 @@ def is_complete_image(path: Path) -> bool:
         return False
 
 
-def write_image(img: Image.Image, path: Path, fmt: str) -> int:
-    """Write ``img`` to ``path`` atomically and return the bytes written.
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: The IEND chunk every PNG ends with: length 0, type, CRC.
+_PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"
 
-    The data goes to a temporary file in the same folder, is flushed to disk and
-    then renamed over ``path``: readers (and a rerun after a crash) see either
-    no file or the complete one.
-    """
+#: Rows per strip when a whole array is written as PNG (see png.py).
+PNG_STRIP_ROWS = 256
+
+
+def _png_pixels(img: Image.Image | np.ndarray) -> np.ndarray | None:
+    """``img`` as a uint8 array PngWriter takes, or None for Pillow to write it."""
+    if isinstance(img, np.ndarray):
+        if img.dtype == np.uint8 and (img.ndim == 2 or (img.ndim == 3 and img.shape[2] <= 4)):
+            return img
+        raise ImageWriteError(f"Cannot write a {img.dtype} array of shape {img.shape} as PNG.")
+    if img.mode in ("L", "LA", "RGB", "RGBA"):
+        return np.asarray(img)
+    return None
+
+
+def encode_image(img: Image.Image | np.ndarray, fmt: str) -> bytes:
+    """The file bytes of ``img`` (PIL image, or uint8 array: (H, W) grey, RGB or RGBA)."""
     if fmt not in OUTPUT_FORMATS:
         raise ImageWriteError(
             f"Unknown output format {fmt!r}; use one of {sorted(OUTPUT_FORMATS)}."
         )
+    pixels = _png_pixels(img) if fmt == "png" else None
+    if pixels is not None:
+        buffer = io.BytesIO()
+        _write_png(buffer, pixels)
+        return buffer.getvalue()
+    if isinstance(img, np.ndarray):
+        img = Image.fromarray(img)
     options = dict(OUTPUT_FORMATS[fmt])
     if fmt == "webp" and img.mode == "L":
         options.update(lossless=True)  # masks are data: keep them exact
+    buffer = io.BytesIO()
+    img.save(buffer, **options)
+    return buffer.getvalue()
+
+
+def _write_png(fh: BinaryIO, pixels: np.ndarray) -> None:
+    height, width = pixels.shape[:2]
+    writer = PngWriter(fh, width, height, 1 if pixels.ndim == 2 else pixels.shape[2])
+    for y in range(0, height, PNG_STRIP_ROWS):
+        writer.write_rows(pixels[y : y + PNG_STRIP_ROWS])
+    writer.close()
+
+
+def write_image(img: Image.Image | np.ndarray, path: Path, fmt: str) -> int:
+    """Write ``img`` to ``path`` atomically and return the bytes written."""
+    if fmt not in OUTPUT_FORMATS:
+        raise ImageWriteError(
+            f"Unknown output format {fmt!r}; use one of {sorted(OUTPUT_FORMATS)}."
+        )
+    pixels = _png_pixels(img) if fmt == "png" else None
+    if pixels is not None:
+        return write_atomically(path, lambda fh: _write_png(fh, pixels))
+    data = encode_image(img, fmt)
+    return write_atomically(path, lambda fh: fh.write(data))
+
+
+def write_png_strips(
+    path: Path, width: int, height: int, channels: int, strips: Iterable[np.ndarray]
+) -> int:
+    """Write a PNG from strips of rows (top to bottom) atomically; returns the bytes written.
+
+    Only the strip being compressed and the compressed data are in memory, never
+    the whole image.
+    """
+
+    def fill(fh: BinaryIO) -> None:
+        writer = PngWriter(fh, width, height, channels)
+        for rows in strips:
+            writer.write_rows(rows)
+        writer.close()
+
+    return write_atomically(path, fill)
+
+
+def write_atomically(path: Path, fill: Callable[[BinaryIO], object]) -> int:
+    """Create ``path`` with what ``fill`` writes, atomically; returns its size in bytes.
+
+    The data goes to a temporary file in the same folder, is flushed to disk and
+    then renamed over ``path``: readers (and a rerun after a crash) see either
+    no file or the complete one. If ``fill`` raises, nothing is left behind.
+    """
     tmp_name = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -230,7 +357,7 @@ def write_image(img: Image.Image, path: Path, fmt: str) -> int:
             tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666
         )
         with os.fdopen(fd, "wb") as fh:
-            img.save(fh, **options)
+            fill(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp_name, path)

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PIL import Image
 
-from bgremover.compose import ComposeOptions, compose, cutout, over_background, parse_color
+from bgremover.compose import (
+    ComposeOptions,
+    compose,
+    compose_array,
+    cutout,
+    over_background,
+    parse_color,
+)
 from bgremover.errors import UsageError
 
 
@@ -62,3 +70,27 @@ def test_parse_color(text: str, rgba: tuple[int, int, int, int]) -> None:
 def test_parse_color_rejects(text: str) -> None:
     with pytest.raises(UsageError, match="Not a colour"):
         parse_color(text)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ComposeOptions(),
+        ComposeOptions(mask_only=True),
+        ComposeOptions(background=(10, 200, 30, 255)),
+        ComposeOptions(background=(10, 200, 30, 100)),
+        ComposeOptions(decontaminate=True),
+    ],
+    ids=["cutout", "mask", "opaque-bg", "translucent-bg", "decontaminated"],
+)
+def test_streamed_png_equals_the_whole_composite(tmp_path, options: ComposeOptions) -> None:
+    from bgremover.batch import write_output
+
+    rng = np.random.default_rng(5)
+    rgb = rng.integers(0, 256, (301, 123, 3), dtype=np.uint8)
+    alpha = rng.choice(np.array([0, 0, 17, 128, 255, 255], np.uint8), (301, 123))
+    whole = compose_array(rgb, alpha, options)
+    out = tmp_path / "o.png"
+    size = write_output(rgb, alpha, options, out, "png")
+    assert size == out.stat().st_size
+    np.testing.assert_array_equal(np.asarray(Image.open(out)), whole)

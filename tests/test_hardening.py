@@ -175,18 +175,17 @@ def test_full_disk_stops_the_batch_without_partial_files(
     for i in range(4):
         _photo().save(tmp_path / f"{i}.png")
     calls = {"n": 0}
-    real_save = Image.Image.save
+    real_fsync = os.fsync
 
-    def save_until_full(self, fp, *args, **kwargs):
+    def fsync_until_full(fd: int) -> None:
         calls["n"] += 1
-        if calls["n"] >= 2:  # the second image hits a full disk halfway through
-            fp.write(b"partial")
+        if calls["n"] >= 2:  # the second image's data does not fit on the disk
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real_save(self, fp, *args, **kwargs)
+        real_fsync(fd)
 
-    monkeypatch.setattr(imaging.Image.Image, "save", save_until_full)
+    monkeypatch.setattr(imaging.os, "fsync", fsync_until_full)
     plan = plan_batch([tmp_path], tmp_path / "out", "png")
-    events = list(run_batch(plan.jobs, Remover(str(tiny_model))))
+    events = list(run_batch(plan.jobs, Remover(str(tiny_model)), finishers=1))
     done = [e for e in events if isinstance(e, ItemDone)]
     failed = [e for e in events if isinstance(e, ItemFailed)]
     finished = events[-1]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageCms
 
+from bgremover import imaging
 from bgremover.errors import ImageReadError, ImageWriteError
 from bgremover.imaging import TEMP_SUFFIX, is_complete_image, read_image, write_image
 
@@ -136,19 +137,18 @@ def test_atomic_write_leaves_no_temp(tmp_path: Path, rgb_gradient: np.ndarray) -
     assert Image.open(webp).mode == "RGBA"
 
 
-def test_failed_write_keeps_old_file_and_leaves_nothing(tmp_path: Path) -> None:
+def test_failed_write_keeps_old_file_and_leaves_nothing(
+    tmp_path: Path, rgb_gradient: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "o.png"
     out.write_bytes(b"old")
 
-    class Exploding:
-        mode = "RGB"
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
 
-        def save(self, fh, **kw):
-            fh.write(b"partial")
-            raise OSError(28, "No space left on device")
-
+    monkeypatch.setattr(imaging.os, "fsync", full)
     with pytest.raises(ImageWriteError, match="disk is full"):
-        write_image(Exploding(), out, "png")  # type: ignore[arg-type]
+        write_image(rgb_gradient, out, "png")
     assert out.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.png"]
 
@@ -161,9 +161,29 @@ def test_output_folder_that_cannot_exist(tmp_path: Path, rgb_gradient: np.ndarra
     assert blocker.read_text().startswith("a file")
 
 
-def test_incomplete_outputs_are_not_complete(tmp_path: Path) -> None:
+def test_incomplete_outputs_are_not_complete(tmp_path: Path, rgb_gradient: np.ndarray) -> None:
     (tmp_path / "zero.png").write_bytes(b"")
     (tmp_path / "junk.png").write_bytes(b"\x89PNG\r\n\x1a\nxx")
     assert not is_complete_image(tmp_path / "zero.png")
     assert not is_complete_image(tmp_path / "junk.png")
     assert not is_complete_image(tmp_path / "missing.png")
+    for fmt in ("png", "webp"):
+        whole = tmp_path / f"whole.{fmt}"
+        write_image(rgb_gradient, whole, fmt)
+        assert is_complete_image(whole)
+        data = whole.read_bytes()
+        for cut in (1, 12, len(data) // 2):
+            (tmp_path / f"cut.{fmt}").write_bytes(data[:-cut])
+            assert not is_complete_image(tmp_path / f"cut.{fmt}")
+
+
+@pytest.mark.parametrize("channels", [0, 3, 4])
+def test_png_from_arrays_is_exact(tmp_path: Path, channels: int) -> None:
+    rng = np.random.default_rng(channels)
+    shape = (37, 53) if channels == 0 else (37, 53, channels)
+    pixels = rng.integers(0, 256, shape, dtype=np.uint8)
+    out = tmp_path / "o.png"
+    write_image(pixels, out, "png")
+    with Image.open(out) as img:
+        assert img.mode == {0: "L", 3: "RGB", 4: "RGBA"}[channels]
+        np.testing.assert_array_equal(np.asarray(img), pixels)

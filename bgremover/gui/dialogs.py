@@ -147,11 +147,12 @@ class BatchDialog(QDialog):
                 self._add_failure(path, reason)
             return
         if p.kind in ("done", "skipped", "failed"):
-            self.progress.setValue(p.index)
+            count = p.done + p.skipped + p.failed  # items complete out of order: count them
+            self.progress.setValue(count)
             processed = max(p.done + p.failed, 1)
-            left = (time.monotonic() - self._started_at) / processed * (p.total - p.index)
+            left = (time.monotonic() - self._started_at) / processed * (p.total - count)
             self.status.setText(
-                f"{p.index} / {p.total} · {p.done} written, {p.skipped} already done, "
+                f"{count} / {p.total} · {p.done} written, {p.skipped} already done, "
                 f"{p.failed} failed · about {_eta(left)} left · {p.source.name if p.source else ''}"
             )
             if p.kind == "failed":
