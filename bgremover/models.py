@@ -8,6 +8,7 @@ never holds a half-written or unverified model.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -222,6 +223,11 @@ def resolve_spec(model: str) -> ModelSpec:
     )
 
 
+def _stamp(path: Path, known_hash: str) -> str:
+    info = path.stat()
+    return f"{known_hash} {info.st_size} {info.st_mtime_ns}"
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -338,14 +344,37 @@ class ModelStore:
         bundled = BUNDLED_DIR / spec.filename
         return bundled if spec.local_path is None and bundled.is_file() else None
 
-    def verify(self, spec: ModelSpec, path: Path) -> bool:
-        """True when the file matches the pinned hash (always True for local files)."""
+    def verify(self, spec: ModelSpec, path: Path, remember: bool = True) -> bool:
+        """True when the file matches the pinned hash (always True for local files).
+
+        With ``remember``, a successful check is noted next to the file
+        (``.verified``: the hash, size and modification time), so later runs skip
+        re-reading an unchanged file; any change to its size or time makes the
+        next run hash it again. Files inside an app bundle are never written to
+        (that would break its code signature), so they are hashed every time.
+        """
         if spec.local_path is not None or spec.known_hash is None:
             return True
+        if not remember:
+            import pooch
+
+            algorithm, expected = spec.known_hash.split(":", 1)
+            return bool(pooch.file_hash(str(path), alg=algorithm) == expected)
+        stamp = _stamp(path, spec.known_hash)
+        marker = path.with_name(path.name + ".verified")
+        with contextlib.suppress(OSError):
+            if marker.read_text() == stamp:
+                return True
         import pooch
 
         algorithm, expected = spec.known_hash.split(":", 1)
-        return bool(pooch.file_hash(str(path), alg=algorithm) == expected)
+        if pooch.file_hash(str(path), alg=algorithm) != expected:
+            with contextlib.suppress(OSError):
+                marker.unlink()
+            return False
+        with contextlib.suppress(OSError):  # a read-only cache (the bundle) just re-hashes
+            marker.write_text(stamp)
+        return True
 
     def ensure(self, model: str | ModelSpec, progress: ProgressCallback | None = None) -> Path:
         """Return the path of a verified model file, downloading it if needed.
@@ -359,7 +388,7 @@ class ModelStore:
         if spec.local_path is not None:
             return path
         bundled = BUNDLED_DIR / spec.filename
-        if bundled.is_file() and self.verify(spec, bundled):
+        if bundled.is_file() and self.verify(spec, bundled, remember=False):
             return bundled
         if path.is_file():
             if self.verify(spec, path):

@@ -35,7 +35,7 @@ def bundle_models(with_int8: bool) -> None:
         raise SystemExit("the model store resolved to the bundle folder itself")
     BUNDLED_DIR.mkdir()
     shutil.copy2(fp32, BUNDLED_DIR / spec.filename)
-    if not store.verify(spec, BUNDLED_DIR / spec.filename):
+    if not store.verify(spec, BUNDLED_DIR / spec.filename, remember=False):
         raise SystemExit("the bundled model copy does not match its pinned hash")
     if with_int8:
         from bgremover.quantize import DEFAULT_RECIPE, ensure_int8

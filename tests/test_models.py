@@ -138,6 +138,33 @@ def test_tampered_cache_is_replaced(tmp_path: Path, server) -> None:
     assert store.ensure(spec).read_bytes() == blob
 
 
+def test_verified_cache_is_not_rehashed_until_it_changes(
+    tmp_path: Path, server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    import pooch
+
+    base, root = server
+    blob = b"genuine model"
+    (root / "m.onnx").write_bytes(blob)
+    store = ModelStore(tmp_path)
+    spec = spec_for(blob, base + "m.onnx")
+    path = store.ensure(spec)
+    store.ensure(spec)  # hashes the cached file and remembers it
+    assert path.with_name(path.name + ".verified").is_file()
+    hashes = []
+    real_hash = pooch.file_hash
+    monkeypatch.setattr(pooch, "file_hash", lambda *a, **k: hashes.append(a) or real_hash(*a, **k))
+    store.ensure(spec)
+    assert hashes == []  # unchanged: not read again
+    path.write_bytes(b"GENUINE MODEL")  # same size, other bytes, newer time
+    info = path.stat()
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
+    assert store.ensure(spec).read_bytes() == blob
+    assert hashes
+
+
 def test_cancel_leaves_nothing(tmp_path: Path, server) -> None:
     base, root = server
     blob = b"z" * 3_000_000
