@@ -149,3 +149,31 @@ def test_pipeline_gives_the_one_image_engine_results_in_any_order(
         expected = remover.remove(event.job.source).cutout()
         np.testing.assert_array_equal(np.asarray(Image.open(event.job.output)), expected)
         assert set(event.timings) >= {"read", "preprocess", "infer", "refine", "write"}
+
+
+def test_a_tiny_memory_budget_still_runs_every_image(
+    tmp_path: Path, tiny_model: Path, rgb_gradient: np.ndarray
+) -> None:
+    make_tree(tmp_path / "in", rgb_gradient)
+    plan = plan_batch([tmp_path / "in"], tmp_path / "out", "png")
+    events = list(run_batch(plan.jobs, Remover(str(tiny_model)), pixels_in_flight=1))
+    assert events[-1].done == len(plan.jobs) and events[-1].failed == 0
+
+
+def test_a_model_failure_mid_batch_stops_it_with_the_error(
+    tmp_path: Path, tiny_model: Path, rgb_gradient: np.ndarray
+) -> None:
+    from bgremover.errors import ModelError
+
+    make_tree(tmp_path / "in", rgb_gradient)
+    plan = plan_batch([tmp_path / "in"], tmp_path / "out", "png")
+    remover = Remover(str(tiny_model))
+    remover.load()
+
+    def broken(batch: np.ndarray) -> np.ndarray:
+        raise ModelError("the model file went away")
+
+    remover.infer = broken  # type: ignore[method-assign]
+    with pytest.raises(ModelError, match="went away"):
+        list(run_batch(plan.jobs, remover))
+    assert not [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
