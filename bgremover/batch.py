@@ -463,7 +463,10 @@ def run_batch(
     running = n_finish
     try:
         while running:
-            event = events.get()
+            try:  # with a timeout, so that Ctrl+C reaches the main thread on Windows too
+                event = events.get(timeout=0.2)
+            except queue.Empty:
+                continue
             if event is _DONE:
                 running -= 1
                 continue
