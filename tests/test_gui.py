@@ -263,3 +263,29 @@ def test_file_open_event_becomes_a_signal() -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "sample.jpg"
+
+
+def test_queue_memory_is_bounded_and_dropped_results_come_back(
+    qtbot, window, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bgremover.gui import window as window_module
+
+    photos = [SAMPLE, *sorted(DATA.glob("*.png"))[:2]]
+    # Room for about one of these photos: the others are dropped once done.
+    monkeypatch.setattr(window_module, "RESULT_CACHE_PIXELS", 400_000)
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        drop_files(window, photos)
+    entries = [
+        window.entries[window.queue.item(i).data(Qt.ItemDataRole.UserRole)] for i in range(3)
+    ]
+    assert all(e.status == "done" for e in entries)
+    assert window.current_entry() is entries[0] and entries[0].processed is not None
+    unloaded = [e for e in entries if e.processed is None]
+    assert unloaded and all(e.unloaded for e in unloaded)
+    assert all(not window.queue.item(i).icon().isNull() for i in range(3))  # thumbnails stay
+    target = unloaded[-1]
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.queue.setCurrentItem(target.item)  # shown again: made again
+    assert target.processed is not None and not target.unloaded
+    assert window.viewer.has_image() and window.act_save.isEnabled()
+    assert "×" in window.detail.text()
