@@ -132,7 +132,7 @@ def refine_alpha(
     erode: float = 0.0025,
     sigma: float = 0.01,
     band: float = 0.02,
-    work_max: int = 512,
+    work_max: int = 384,
     levels: int = 6,
 ) -> np.ndarray:
     """Refine a soft segmentation mask into an alpha matte.
