@@ -9,9 +9,10 @@ time (see ``batch.py``): only the compressed file is ever whole.
 The format part is small and fixed by the PNG specification (signature, IHDR,
 IDAT, IEND chunks with CRC-32). Every row uses the "Up" filter (row minus the
 row above, modulo 256), and the deflate stream comes from zlib-ng when it is
-installed (a dependency; about twice as fast as zlib at the same size) or from
-Python's own zlib otherwise. Filter and level were chosen by measurement on
-cutouts, against rembg's output size (README, "Speed").
+installed (a dependency: on 12-megapixel cutouts at level 4, 1.7x faster than
+zlib and 3 % smaller) or from Python's own zlib otherwise. Filter and level were
+chosen by measurement on cutouts, against rembg's output size (README,
+"Performance").
 """
 
 from __future__ import annotations
