@@ -187,3 +187,24 @@ def test_png_from_arrays_is_exact(tmp_path: Path, channels: int) -> None:
     with Image.open(out) as img:
         assert img.mode == {0: "L", 3: "RGB", 4: "RGBA"}[channels]
         np.testing.assert_array_equal(np.asarray(img), pixels)
+
+
+def test_jpegs_decode_to_pillows_pixels(tmp_path: Path) -> None:
+    """Upright colour JPEGs take OpenCV's decoder; the pixels must be Pillow's."""
+    from conftest import DATA, SAMPLE
+
+    jpegs = [SAMPLE, *sorted(DATA.glob("*.jpg"))]
+    rng = np.random.default_rng(1)
+    progressive = tmp_path / "progressive.jpg"
+    Image.fromarray(rng.integers(0, 256, (77, 91, 3), dtype=np.uint8)).save(
+        progressive, quality=80, progressive=True, subsampling=2
+    )
+    for path in [*jpegs, progressive]:
+        with Image.open(path) as img:
+            expected = np.asarray(img.convert("RGB"))
+        np.testing.assert_array_equal(read_image(path).rgb, expected, err_msg=str(path))
+    # Bytes after the end marker (some cameras append data): Pillow reads it.
+    padded = tmp_path / "padded.jpg"
+    padded.write_bytes(progressive.read_bytes() + b"trailing data")
+    with Image.open(progressive) as img:
+        np.testing.assert_array_equal(read_image(padded).rgb, np.asarray(img.convert("RGB")))
