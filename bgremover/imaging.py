@@ -280,46 +280,43 @@ def _png_pixels(img: Image.Image | np.ndarray) -> np.ndarray | None:
     return None
 
 
-def encode_image(img: Image.Image | np.ndarray, fmt: str) -> bytes:
-    """The file bytes of ``img`` (PIL image, or uint8 array: (H, W) grey, RGB or RGBA)."""
+def _check_format(fmt: str) -> None:
     if fmt not in OUTPUT_FORMATS:
         raise ImageWriteError(
             f"Unknown output format {fmt!r}; use one of {sorted(OUTPUT_FORMATS)}."
         )
+
+
+def _encode_into(fh: BinaryIO, img: Image.Image | np.ndarray, fmt: str) -> None:
+    _check_format(fmt)
     pixels = _png_pixels(img) if fmt == "png" else None
     if pixels is not None:
-        buffer = io.BytesIO()
-        _write_png(buffer, pixels)
-        return buffer.getvalue()
+        height, width = pixels.shape[:2]
+        channels = 1 if pixels.ndim == 2 else pixels.shape[2]
+        strips = (pixels[y : y + PNG_STRIP_ROWS] for y in range(0, height, PNG_STRIP_ROWS))
+        _png_into(fh, width, height, channels, strips)
+        return
     if isinstance(img, np.ndarray):
         img = Image.fromarray(img)
     options = dict(OUTPUT_FORMATS[fmt])
     if fmt == "webp" and img.mode == "L":
         options.update(lossless=True)  # masks are data: keep them exact
-    buffer = io.BytesIO()
-    img.save(buffer, **options)
-    return buffer.getvalue()
+    img.save(fh, **options)
 
 
-def _write_png(fh: BinaryIO, pixels: np.ndarray) -> None:
-    height, width = pixels.shape[:2]
-    writer = PngWriter(fh, width, height, 1 if pixels.ndim == 2 else pixels.shape[2])
-    for y in range(0, height, PNG_STRIP_ROWS):
-        writer.write_rows(pixels[y : y + PNG_STRIP_ROWS])
+def _png_into(
+    fh: BinaryIO, width: int, height: int, channels: int, strips: Iterable[np.ndarray]
+) -> None:
+    writer = PngWriter(fh, width, height, channels)
+    for rows in strips:
+        writer.write_rows(rows)
     writer.close()
 
 
 def write_image(img: Image.Image | np.ndarray, path: Path, fmt: str) -> int:
     """Write ``img`` to ``path`` atomically and return the bytes written."""
-    if fmt not in OUTPUT_FORMATS:
-        raise ImageWriteError(
-            f"Unknown output format {fmt!r}; use one of {sorted(OUTPUT_FORMATS)}."
-        )
-    pixels = _png_pixels(img) if fmt == "png" else None
-    if pixels is not None:
-        return write_atomically(path, lambda fh: _write_png(fh, pixels))
-    data = encode_image(img, fmt)
-    return write_atomically(path, lambda fh: fh.write(data))
+    _check_format(fmt)
+    return write_atomically(path, lambda fh: _encode_into(fh, img, fmt))
 
 
 def write_png_strips(
@@ -330,14 +327,7 @@ def write_png_strips(
     Only the strip being compressed and the compressed data are in memory, never
     the whole image.
     """
-
-    def fill(fh: BinaryIO) -> None:
-        writer = PngWriter(fh, width, height, channels)
-        for rows in strips:
-            writer.write_rows(rows)
-        writer.close()
-
-    return write_atomically(path, fill)
+    return write_atomically(path, lambda fh: _png_into(fh, width, height, channels, strips))
 
 
 def write_atomically(path: Path, fill: Callable[[BinaryIO], object]) -> int:
