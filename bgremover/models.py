@@ -223,6 +223,14 @@ def resolve_spec(model: str) -> ModelSpec:
     )
 
 
+def _hash_matches(path: Path, known_hash: str) -> bool:
+    """``known_hash`` is pooch's ``algorithm:hex`` form."""
+    import pooch
+
+    algorithm, expected = known_hash.split(":", 1)
+    return bool(pooch.file_hash(str(path), alg=algorithm) == expected)
+
+
 def _stamp(path: Path, known_hash: str) -> str:
     info = path.stat()
     return f"{known_hash} {info.st_size} {info.st_mtime_ns}"
@@ -356,23 +364,17 @@ class ModelStore:
         if spec.local_path is not None or spec.known_hash is None:
             return True
         if not remember:
-            import pooch
-
-            algorithm, expected = spec.known_hash.split(":", 1)
-            return bool(pooch.file_hash(str(path), alg=algorithm) == expected)
+            return _hash_matches(path, spec.known_hash)
         stamp = _stamp(path, spec.known_hash)
         marker = path.with_name(path.name + ".verified")
         with contextlib.suppress(OSError):
             if marker.read_text() == stamp:
                 return True
-        import pooch
-
-        algorithm, expected = spec.known_hash.split(":", 1)
-        if pooch.file_hash(str(path), alg=algorithm) != expected:
+        if not _hash_matches(path, spec.known_hash):
             with contextlib.suppress(OSError):
                 marker.unlink()
             return False
-        with contextlib.suppress(OSError):  # a read-only cache (the bundle) just re-hashes
+        with contextlib.suppress(OSError):  # a read-only cache just hashes every time
             marker.write_text(stamp)
         return True
 
