@@ -219,19 +219,19 @@ def write_output(
 
 
 def default_finishers() -> int:
-    """Compose-and-encode threads: one per core beyond the first, at least one, at most 4.
+    """Finishing threads (refine, compose, encode, write): one per core, at most 4.
 
-    Encoding a large PNG takes as long as the model, so on two cores two finishers
-    keep the model busy; memory grows with each (one image in flight per finisher).
+    On two cores two finishers were as fast as three and a little faster than one
+    (README, "Performance"); the pixel budget, not their number, bounds memory.
     """
     return max(1, min(4, (os.cpu_count() or 2)))
 
 
 #: Pixels of the images in flight at once (read, in the model, or being written),
-#: unless run_batch is told otherwise: about two 12-megapixel photos. Each costs about
-#: 150 bytes per pixel at its peak (colour, mask, refinement, the encoded copy), so
-#: this bounds the batch's image memory near 400 MB however large the photos are;
-#: small photos still fill every stage.
+#: unless run_batch is told otherwise: about two 12-megapixel photos. An image in flight
+#: holds about 6 bytes per pixel (its colours, mask and alpha; outputs are written in
+#: strips): two 12 MP photos peaked at 136 MB of arrays. However large the photos, this
+#: bounds that memory; small photos still fill every stage.
 DEFAULT_PIXELS_IN_FLIGHT = 25_000_000
 
 
