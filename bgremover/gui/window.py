@@ -80,8 +80,11 @@ class QueueEntry:
     thumb: QImage | None = None
     #: A one-line description of the result (size, model, inference time).
     summary: str = ""
-    #: Done, but its full-size result was dropped to bound memory: made again on display.
-    unloaded: bool = False
+
+    @property
+    def unloaded(self) -> bool:
+        """Done, but its full-size result was dropped to bound memory: made again on display."""
+        return self.status == DONE and self.processed is None
 
     def pixels(self) -> int:
         """Pixels of full-size data held (a comparison holds two results)."""
@@ -564,12 +567,11 @@ class MainWindow(QMainWindow):
             if old is None or old is current or old is entry:
                 continue
             held -= old.pixels()
-            old.processed, old.compared, old.unloaded = None, None, True
+            old.processed, old.compared = None, None
             del self._loaded[item_id]
 
     def _reload(self, entry: QueueEntry) -> None:
         """Make a dropped result again (same engine settings as the queue now has)."""
-        entry.unloaded = False
         entry.status = QUEUED
         self._paint_item(entry)
         self.submit.emit(ProcessRequest(entry.item_id, entry.source, self.settings.engine()))
@@ -577,7 +579,6 @@ class MainWindow(QMainWindow):
     def reprocess(self) -> None:
         for entry in self.entries.values():
             entry.status, entry.error, entry.compared = QUEUED, "", None
-            entry.unloaded = False
             self._paint_item(entry)
             self.submit.emit(ProcessRequest(entry.item_id, entry.source, self.settings.engine()))
         self._show_current()
