@@ -11,15 +11,16 @@ from .worker import EngineConfig
 
 @dataclass(frozen=True)
 class Settings:
-    model: str = "u2netp"
-    precision: str = "fp32"
-    providers: str = "auto"
-    threads: int = 0
+    # The engine's fields, with the engine's defaults (see engine()).
+    model: str = EngineConfig.model
+    precision: str = EngineConfig.precision
+    providers: str = EngineConfig.providers
+    threads: int = EngineConfig.threads
     output_format: str = "png"
     #: "" for a transparent background, else a colour such as "#ffffff".
     background: str = ""
     mask_only: bool = False
-    refine: bool = True
+    refine: bool = EngineConfig.refine
     decontaminate: bool = False
     last_folder: str = ""
     last_output_folder: str = ""

@@ -24,7 +24,7 @@ from ..compose import ComposeOptions
 from ..errors import BgRemoverError
 from ..imaging import LoadedImage
 from ..metrics import fidelity
-from ..models import DownloadCancelled
+from ..models import DEFAULT_MODEL, DownloadCancelled
 from ..pipeline import Remover, Result
 from ..report import DEFAULT_HEAT_SCALE, heatmap, mask_difference
 from .imageconv import thumbnail, to_qimage
@@ -34,7 +34,7 @@ from .imageconv import thumbnail, to_qimage
 class EngineConfig:
     """The settings that decide which session runs."""
 
-    model: str = "u2netp"
+    model: str = DEFAULT_MODEL
     precision: str = "fp32"
     providers: str = "auto"
     threads: int = 0
