@@ -35,10 +35,10 @@ from PySide6.QtWidgets import (
 )
 
 from .. import __version__
-from ..batch import walk_images
+from ..batch import walk_images, write_output
 from ..compose import ComposeOptions, compose, parse_color
 from ..errors import BgRemoverError
-from ..imaging import IMAGE_EXTENSIONS, from_array, write_image
+from ..imaging import IMAGE_EXTENSIONS, from_array
 from ..models import REGISTRY, ModelStore
 from ..session import available_providers
 from .compare import ComparisonView
@@ -774,7 +774,7 @@ class MainWindow(QMainWindow):
         assert entry.processed is not None
         r = entry.processed.result
         try:
-            write_image(compose(r.image.rgb, r.alpha, self._compose_options(mask_only)), path, fmt)
+            write_output(r.image.rgb, r.alpha, self._compose_options(mask_only), path, fmt)
         except BgRemoverError as exc:
             show_error(self, "Could not save", str(exc))
             return False
