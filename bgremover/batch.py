@@ -1,4 +1,4 @@
-"""Batches: inputs (files and folders) -> a plan of jobs -> a stream of events.
+"""Batches: a plan of jobs (plan.py) -> a pipelined run -> a stream of events.
 
 :func:`run_batch` runs the engine's stages as a pipeline on several threads and
 is a generator: each yielded event is a point where the consumer (CLI progress
@@ -22,125 +22,15 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .compose import ComposeOptions, compose_array, compose_strips
-from .errors import BgRemoverError, DiskFullError, ModelError, UsageError
-from .imaging import (
-    IMAGE_EXTENSIONS,
-    OUTPUT_FORMATS,
-    TEMP_SUFFIX,
-    LoadedImage,
-    is_complete_image,
-    read_image,
-    write_image,
-    write_png_strips,
-)
+from .atomic import TEMP_SUFFIX
+from .compose import ComposeOptions
+from .errors import BgRemoverError, DiskFullError, ModelError
+from .imaging import LoadedImage, read_image
+from .output import is_complete_output, write_output
 from .pipeline import Remover
+from .plan import Job
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Job:
-    """One input file and the output file it becomes."""
-
-    source: Path
-    output: Path
-
-
-@dataclass(frozen=True)
-class Plan:
-    jobs: tuple[Job, ...]
-    #: Inputs that cannot be processed, each with the reason.
-    problems: tuple[tuple[Path, str], ...] = ()
-
-
-def is_image_name(path: Path) -> bool:
-    return path.suffix.lower() in IMAGE_EXTENSIONS and not path.name.startswith(".")
-
-
-def walk_images(folder: Path, exclude: Path | None = None) -> list[Path]:
-    """Image files under ``folder``, sorted, skipping hidden entries and ``exclude``.
-
-    Symlinked folders are not followed (no loops); symlinked files are read.
-    """
-    found: list[Path] = []
-    excluded = exclude.resolve() if exclude is not None else None
-    for root, dirs, files in os.walk(folder):
-        root_path = Path(root)
-        dirs[:] = sorted(
-            d for d in dirs if not d.startswith(".") and (root_path / d).resolve() != excluded
-        )
-        found.extend(root_path / f for f in sorted(files) if is_image_name(Path(f)))
-    return found
-
-
-def plan_batch(inputs: Sequence[Path], output: Path, fmt: str) -> Plan:
-    """Map inputs to output paths.
-
-    - A single input file with ``output`` ending in ``.png``/``.webp`` writes that file.
-    - Files go to ``output/<stem>.<fmt>``.
-    - One folder is mirrored into ``output``; several folders each get
-      ``output/<folder name>/``.
-    - Names that would collide (``a.jpg`` and ``a.png``) get the source
-      extension added (``a_png.png``); an output never replaces an input.
-    """
-    if fmt not in OUTPUT_FORMATS:
-        raise UsageError(f"Unknown format {fmt!r}; use one of: {', '.join(OUTPUT_FORMATS)}.")
-    problems: list[tuple[Path, str]] = []
-    pairs: list[tuple[Path, Path]] = []  # (source, wanted output)
-    out_resolved = output.resolve()
-    folders = [p for p in inputs if p.is_dir()]
-    single_file_target = (
-        len(inputs) == 1
-        and inputs[0].is_file()
-        and output.suffix.lower().lstrip(".") in OUTPUT_FORMATS
-        and not output.is_dir()
-    )
-    for item in inputs:
-        if item.is_dir():
-            if item.resolve() == out_resolved:
-                raise UsageError(
-                    f"The output folder is the input folder ({item}). Outputs would mix with "
-                    "the photos they came from; choose another output folder with -o."
-                )
-            base = output if len(folders) == 1 else output / item.resolve().name
-            for src in walk_images(item, exclude=output):
-                rel = src.relative_to(item)
-                pairs.append((src, base / rel.parent / f"{src.stem}.{fmt}"))
-        elif item.is_file():
-            target = output if single_file_target else output / f"{item.stem}.{fmt}"
-            pairs.append((item, target))
-        elif item.exists():
-            problems.append((item, "not a regular file or folder"))
-        else:
-            problems.append((item, "no such file or folder"))
-
-    input_set = {src.resolve() for src, _ in pairs}
-    output_is_folder = not single_file_target
-    taken: set[Path] = set()
-    jobs: list[Job] = []
-    for src, wanted in pairs:
-        target = wanted
-        if target.resolve() in taken or target.resolve() in input_set:
-            ext = src.suffix.lower().lstrip(".") or "noext"
-            target = wanted.with_name(f"{src.stem}_{ext}{wanted.suffix}")
-        if target.resolve() in taken or target.resolve() in input_set:
-            problems.append((src, f"its output {target} would overwrite another file of this run"))
-            continue
-        if not target.resolve().is_relative_to(
-            out_resolved if output_is_folder else out_resolved.parent
-        ):
-            problems.append(
-                (
-                    src,
-                    f"its output {target} would be written outside {output} "
-                    "(through a symbolic link); nothing written",
-                )
-            )
-            continue
-        taken.add(target.resolve())
-        jobs.append(Job(src, target))
-    return Plan(tuple(jobs), tuple(problems))
 
 
 @dataclass(frozen=True)
@@ -203,21 +93,6 @@ def remove_stale_temp_files(jobs: Sequence[Job]) -> int:
     return removed
 
 
-def write_output(
-    rgb: np.ndarray, alpha: np.ndarray, options: ComposeOptions, path: Path, fmt: str
-) -> int:
-    """Compose the output for ``options`` and write it atomically; returns its bytes.
-
-    PNG is composed and compressed a strip of rows at a time, so the finished
-    image is never whole in memory; WebP is composed whole and written by Pillow.
-    """
-    if fmt == "png":
-        height, width = alpha.shape
-        channels, strips = compose_strips(rgb, alpha, options)
-        return write_png_strips(path, width, height, channels, strips)
-    return write_image(compose_array(rgb, alpha, options), path, fmt)
-
-
 def default_finishers() -> int:
     """Finishing threads (refine, compose, encode, write): one per core, at most 4.
 
@@ -269,6 +144,8 @@ def _pixels(path: Path) -> int:
 
 @dataclass
 class _Item:
+    """One image on its way through the stages."""
+
     index: int
     job: Job
     started: float
@@ -282,6 +159,196 @@ class _Item:
 _DONE = object()  # end of a stage's input
 
 
+@dataclass(frozen=True)
+class BatchSettings:
+    """What a batch writes and how much it holds at once (see :func:`run_batch`)."""
+
+    options: ComposeOptions = field(default_factory=ComposeOptions)
+    fmt: str = "png"
+    overwrite: bool = False
+    finishers: int | None = None
+    depth: int = 1
+    pixels_in_flight: int = DEFAULT_PIXELS_IN_FLIGHT
+    max_megapixels: float | None = None
+
+
+class _Pipeline:
+    """The threads of one batch: a reader, one inference thread, several finishers.
+
+    Stages hand items on through bounded queues. Each stage ends by passing an end
+    marker on; the consumer (:meth:`events`) reads events until every finisher has
+    ended. ``stop`` tells every stage to drop what it holds and end.
+    """
+
+    def __init__(self, jobs: Sequence[Job], remover: Remover, settings: BatchSettings) -> None:
+        self.jobs = jobs
+        self.total = len(jobs)
+        self.remover = remover
+        self.settings = settings
+        self.finishers = max(1, settings.finishers or default_finishers())
+        depth = max(1, settings.depth)
+        self.stop = threading.Event()
+        self.to_infer: queue.Queue = queue.Queue(maxsize=depth)
+        self.to_finish: queue.Queue = queue.Queue(maxsize=depth)
+        # Bounded too: when the consumer is slow (or has stopped), finishers wait instead
+        # of writing ahead, so a cancel leaves at most a few more files than were reported.
+        self.events_out: queue.Queue = queue.Queue(maxsize=depth)
+        self.fatal: list[BaseException] = []
+        self.disk_full: list[str] = []
+        self.budget = _Budget(settings.pixels_in_flight)
+        self.threads = [
+            threading.Thread(target=self._guard, args=(self.read, self.to_infer, 1),
+                             name="bgremover-read", daemon=True),
+            threading.Thread(target=self._guard, args=(self.infer, self.to_finish,
+                             self.finishers), name="bgremover-infer", daemon=True),
+            *(threading.Thread(target=self._guard, args=(self.finish, self.events_out, 1),
+                               name=f"bgremover-finish-{i}", daemon=True)
+              for i in range(self.finishers)),
+        ]  # fmt: skip
+
+    # -- plumbing ----------------------------------------------------------------
+    def put(self, q: queue.Queue, item: object) -> bool:
+        """Hand ``item`` on, unless the batch stops while waiting for room.
+
+        End markers are always delivered: each stage drains its input until it
+        sees one, and the consumer drains the events until all stages are joined.
+        """
+        while True:
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                if self.stop.is_set() and item is not _DONE:
+                    return False
+
+    def _guard(self, stage, out: queue.Queue, ends: int) -> None:
+        """Run a stage; whatever happens, pass ``ends`` end markers on."""
+        try:
+            stage()
+        except BaseException as exc:  # a bug in a stage: stop the batch, re-raise it there
+            self.fatal.append(exc)
+            self.stop.set()
+        finally:
+            for _ in range(ends):
+                self.put(out, _DONE)
+
+    def drop(self, item: _Item) -> None:
+        """Forget an item the batch will not finish (stopping): return its pixels."""
+        self.budget.release(item.pixels)
+
+    def fail(self, item: _Item, exc: BaseException) -> None:
+        """Report ``item`` as failed and go on (a full disk stops the batch)."""
+        self.drop(item)
+        if isinstance(exc, BgRemoverError):
+            reason = str(exc)
+        else:  # a bug or an unforeseen input: report it, keep going
+            log.error("Unexpected error on %s", item.job.source, exc_info=exc)
+            reason = f"unexpected error ({type(exc).__name__}: {exc}); please report it"
+        self.put(self.events_out, ItemFailed(item.index, self.total, item.job, reason))
+        if isinstance(exc, DiskFullError):
+            self.disk_full.append(reason)
+            self.stop.set()
+
+    # -- the stages --------------------------------------------------------------
+    def read(self) -> None:
+        """Skip finished outputs, decode the next image and make the model input."""
+        for index, job in enumerate(self.jobs, 1):
+            if self.stop.is_set():
+                return
+            if not self.settings.overwrite and is_complete_output(job.output):
+                self.put(
+                    self.events_out, ItemSkipped(index, self.total, job, "output already exists")
+                )
+                continue
+            item = _Item(index, job, time.perf_counter(), _pixels(job.source))
+            if not self.budget.acquire(item.pixels, self.stop):
+                return
+            try:
+                t0 = time.perf_counter()
+                item.loaded = read_image(job.source, self.settings.max_megapixels)
+                item.timings["read"] = time.perf_counter() - t0
+                item.batch, item.timings["preprocess"] = self.remover.prepare(item.loaded)
+            except Exception as exc:
+                self.fail(item, exc)
+                continue
+            if not self.put(self.to_infer, item):
+                self.drop(item)
+                return
+
+    def infer(self) -> None:
+        """Run the model on each prepared image; a model failure stops the batch."""
+        while (item := self.to_infer.get()) is not _DONE:
+            if self.stop.is_set():
+                self.drop(item)
+                continue  # drain: the batch is stopping
+            try:
+                t0 = time.perf_counter()
+                item.raw = self.remover.infer(item.batch)
+                item.timings["infer"] = time.perf_counter() - t0
+                item.batch = None
+            except ModelError as exc:
+                self.drop(item)
+                self.fatal.append(exc)
+                self.stop.set()
+                continue
+            except Exception as exc:
+                self.fail(item, exc)
+                continue
+            if not self.put(self.to_finish, item):
+                self.drop(item)
+
+    def finish(self) -> None:
+        """Mask, refine, compose and write each image; report it done."""
+        while (item := self.to_finish.get()) is not _DONE:
+            if self.stop.is_set():
+                self.drop(item)
+                continue
+            try:
+                result = self.remover.finish(item.loaded, item.raw, item.timings)
+                item.loaded = item.raw = None
+                t0 = time.perf_counter()
+                rgb, alpha, timings = result.image.rgb, result.alpha, dict(result.timings)
+                del result  # drops the unrefined mask
+                written = write_output(
+                    rgb, alpha, self.settings.options, item.job.output, self.settings.fmt
+                )
+                timings["write"] = time.perf_counter() - t0
+                del rgb, alpha
+            except Exception as exc:
+                self.fail(item, exc)
+                continue
+            self.drop(item)
+            seconds = time.perf_counter() - item.started
+            self.put(
+                self.events_out,
+                ItemDone(item.index, self.total, item.job, timings, written, seconds),
+            )
+
+    # -- the consumer's side -----------------------------------------------------
+    def events(self) -> Iterator[ItemDone | ItemSkipped | ItemFailed]:
+        """Start the stages and yield item events as they complete; join them at the end."""
+        for thread in self.threads:
+            thread.start()
+        running = self.finishers
+        try:
+            while running:
+                try:  # with a timeout, so that Ctrl+C reaches the main thread on Windows too
+                    event = self.events_out.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if event is _DONE:
+                    running -= 1
+                    continue
+                yield event
+        finally:
+            self.stop.set()  # the consumer stopped early, or the batch is over
+            for thread in self.threads:
+                while thread.is_alive():
+                    with contextlib.suppress(queue.Empty):
+                        self.events_out.get(timeout=0.05)  # unblock stages waiting to report
+                thread.join()
+
+
 def run_batch(
     jobs: Sequence[Job],
     remover: Remover,
@@ -292,6 +359,7 @@ def run_batch(
     finishers: int | None = None,
     depth: int = 1,
     pixels_in_flight: int = DEFAULT_PIXELS_IN_FLIGHT,
+    max_megapixels: float | None = None,
 ) -> Iterator[BatchEvent]:
     """Process ``jobs`` through a pipeline, yielding an event per item as it completes.
 
@@ -305,7 +373,8 @@ def run_batch(
 
     The reader also waits while the images in flight hold ``pixels_in_flight``
     pixels, so a folder of 50-megapixel scans runs one or two at a time while
-    small photos keep every stage busy.
+    small photos keep every stage busy. Images over ``max_megapixels`` are refused
+    (see :func:`~bgremover.imaging.read_image`).
 
     Items complete out of order: each event carries its job's ``index`` (1-based,
     in ``jobs`` order). Every stage calls the same :class:`Remover` methods as
@@ -317,176 +386,33 @@ def run_batch(
     next event) stops the batch: images being written are finished, the rest are
     not started, and a rerun resumes.
     """
-    options = options or ComposeOptions()
-    total = len(jobs)
+    settings = BatchSettings(
+        options or ComposeOptions(), fmt, overwrite, finishers, depth, pixels_in_flight,
+        max_megapixels,
+    )  # fmt: skip
     start = time.perf_counter()
     stale = remove_stale_temp_files(jobs)
     if stale:
         log.info("Removed %d unfinished file(s) left by an interrupted run.", stale)
     remover.load()  # a model that cannot load fails here, with its own error
-    yield BatchStarted(total)
+    yield BatchStarted(len(jobs))
     if not jobs:
         yield BatchFinished(0, 0, 0, time.perf_counter() - start)
         return
-
-    n_finish = max(1, finishers or default_finishers())
-    stop = threading.Event()
-    to_infer: queue.Queue = queue.Queue(maxsize=max(1, depth))
-    to_finish: queue.Queue = queue.Queue(maxsize=max(1, depth))
-    # Bounded too: when the consumer is slow (or has stopped), finishers wait instead
-    # of writing ahead, so a cancel leaves at most a few more files than were reported.
-    events: queue.Queue = queue.Queue(maxsize=max(1, depth))
-    fatal: list[BaseException] = []
-    disk_full: list[str] = []
-    budget = _Budget(pixels_in_flight)
-
-    def put(q: queue.Queue, item: object) -> bool:
-        """Hand ``item`` on, unless the batch stops while waiting for room.
-
-        End markers are always delivered: each stage drains its input until it
-        sees one, and the consumer drains ``events`` until all stages are joined.
-        """
-        while True:
-            try:
-                q.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                if stop.is_set() and item is not _DONE:
-                    return False
-
-    def fail(item: _Item, exc: BaseException) -> None:
-        budget.release(item.pixels)
-        if isinstance(exc, BgRemoverError):
-            reason = str(exc)
-        else:  # a bug or an unforeseen input: report it, keep going
-            log.error("Unexpected error on %s", item.job.source, exc_info=exc)
-            reason = f"unexpected error ({type(exc).__name__}: {exc}); please report it"
-        put(events, ItemFailed(item.index, total, item.job, reason))
-        if isinstance(exc, DiskFullError):
-            disk_full.append(reason)
-            stop.set()
-
-    def read() -> None:
-        try:
-            for index, job in enumerate(jobs, 1):
-                if stop.is_set():
-                    break
-                if not overwrite and is_complete_image(job.output):
-                    put(events, ItemSkipped(index, total, job, "output already exists"))
-                    continue
-                item = _Item(index, job, time.perf_counter(), _pixels(job.source))
-                if not budget.acquire(item.pixels, stop):
-                    break
-                try:
-                    t0 = time.perf_counter()
-                    item.loaded = read_image(job.source)
-                    item.timings["read"] = time.perf_counter() - t0
-                    item.batch, item.timings["preprocess"] = remover.prepare(item.loaded)
-                except Exception as exc:
-                    fail(item, exc)
-                    continue
-                if not put(to_infer, item):
-                    budget.release(item.pixels)
-                    break
-        except BaseException as exc:
-            fatal.append(exc)
-            stop.set()
-        finally:
-            put(to_infer, _DONE)
-
-    def infer() -> None:
-        try:
-            while (item := to_infer.get()) is not _DONE:
-                if stop.is_set():
-                    budget.release(item.pixels)
-                    continue  # drain: the batch is stopping
-                try:
-                    t0 = time.perf_counter()
-                    item.raw = remover.infer(item.batch)
-                    item.timings["infer"] = time.perf_counter() - t0
-                    item.batch = None
-                except ModelError as exc:
-                    budget.release(item.pixels)
-                    fatal.append(exc)
-                    stop.set()
-                    continue
-                except Exception as exc:
-                    fail(item, exc)
-                    continue
-                if not put(to_finish, item):
-                    budget.release(item.pixels)
-        except BaseException as exc:
-            fatal.append(exc)
-            stop.set()
-        finally:
-            for _ in range(n_finish):
-                put(to_finish, _DONE)
-
-    def finish() -> None:
-        try:
-            while (item := to_finish.get()) is not _DONE:
-                if stop.is_set():
-                    budget.release(item.pixels)
-                    continue
-                try:
-                    result = remover.finish(item.loaded, item.raw, item.timings)
-                    item.loaded = item.raw = None
-                    t0 = time.perf_counter()
-                    rgb, alpha, timings = result.image.rgb, result.alpha, dict(result.timings)
-                    del result  # drops the unrefined mask
-                    written = write_output(rgb, alpha, options, item.job.output, fmt)
-                    timings["write"] = time.perf_counter() - t0
-                    del rgb, alpha
-                except Exception as exc:
-                    fail(item, exc)
-                    continue
-                budget.release(item.pixels)
-                seconds = time.perf_counter() - item.started
-                put(events, ItemDone(item.index, total, item.job, timings, written, seconds))
-        except BaseException as exc:
-            fatal.append(exc)
-            stop.set()
-        finally:
-            put(events, _DONE)
-
-    threads = [threading.Thread(target=read, name="bgremover-read", daemon=True)]
-    threads.append(threading.Thread(target=infer, name="bgremover-infer", daemon=True))
-    threads += [
-        threading.Thread(target=finish, name=f"bgremover-finish-{i}", daemon=True)
-        for i in range(n_finish)
-    ]
-    for thread in threads:
-        thread.start()
-
+    pipeline = _Pipeline(jobs, remover, settings)
     done = skipped = 0
     failures: list[tuple[Path, str]] = []
-    running = n_finish
-    try:
-        while running:
-            try:  # with a timeout, so that Ctrl+C reaches the main thread on Windows too
-                event = events.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            if event is _DONE:
-                running -= 1
-                continue
-            if isinstance(event, ItemDone):
-                done += 1
-            elif isinstance(event, ItemSkipped):
-                skipped += 1
-            elif isinstance(event, ItemFailed):
-                failures.append((event.job.source, event.reason))
-            yield event
-    finally:
-        stop.set()  # the consumer stopped early, or the batch is over
-        for thread in threads:
-            while thread.is_alive():
-                with contextlib.suppress(queue.Empty):
-                    events.get(timeout=0.05)  # unblock stages waiting to report
-            thread.join()
-    if fatal:
-        raise fatal[0]
-    stopped = disk_full[0] if disk_full else None
+    for event in pipeline.events():
+        if isinstance(event, ItemDone):
+            done += 1
+        elif isinstance(event, ItemSkipped):
+            skipped += 1
+        else:
+            failures.append((event.job.source, event.reason))
+        yield event
+    if pipeline.fatal:
+        raise pipeline.fatal[0]
+    stopped = pipeline.disk_full[0] if pipeline.disk_full else None
     yield BatchFinished(
         done, skipped, len(failures), time.perf_counter() - start, stopped, tuple(failures)
     )

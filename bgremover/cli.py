@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import shutil
 import sys
 import time
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import TextIO
 
 from . import __version__
+from .models import DEFAULT_MODEL, PRECISIONS
+from .output import DEFAULT_FORMAT, FORMATS
 
 log = logging.getLogger("bgremover")
 
@@ -102,19 +103,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         type=Path,
         required=True,
-        help="output folder (or, for a single input file, an output .png/.webp file)",
+        help="output folder (or, for a single input file, the output file: "
+        + "/".join(f.extension for f in FORMATS.values())
+        + ")",
     )
     rm.add_argument(
         "-m",
         "--model",
-        default="u2netp",
+        default=DEFAULT_MODEL,
         help="registry model name (see `bgremover models list`) or path of an .onnx file",
     )
     rm.add_argument(
         "-p",
         "--precision",
-        choices=("fp32", "int8"),
-        default="fp32",
+        choices=PRECISIONS,
+        default=PRECISIONS[0],
         help="int8 is faster; it is made from the fp32 model on first use "
         "(see `bgremover compare` for what it changes)",
     )
@@ -135,9 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     rm.add_argument(
         "-f",
         "--format",
-        choices=("png", "webp"),
+        choices=tuple(FORMATS),
         default=None,
-        help="output format (default: png, or the output file's extension)",
+        help=f"output format (default: {DEFAULT_FORMAT}, or the output file's extension)",
     )
     rm.add_argument(
         "-b",
@@ -194,13 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
     cmp.add_argument("-o", "--output", type=Path, required=True, help="output folder")
-    cmp.add_argument("-m", "--model", default="u2netp")
+    cmp.add_argument("-m", "--model", default=DEFAULT_MODEL)
     cmp.add_argument("--recipe", default=None, help="int8 recipe to compare (default: the default)")
     cmp.add_argument("--providers", default="auto")
     cmp.add_argument("--threads", type=int, default=0)
 
     bench = sub.add_parser("bench", help="time inference per precision and provider")
-    bench.add_argument("-m", "--model", default="u2netp")
+    bench.add_argument("-m", "--model", default=DEFAULT_MODEL)
     bench.add_argument("--runs", type=int, default=20, help="timed runs after warm-up")
     bench.add_argument(
         "--image",
@@ -319,18 +322,16 @@ def cmd_models_quantize(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    from .batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, plan_batch, run_batch
+    from .batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
     from .compose import ComposeOptions, parse_color
-    from .pipeline import Remover
+    from .output import format_for_path
+    from .pipeline import EngineConfig, Remover
+    from .plan import plan_batch
 
-    if args.max_megapixels is not None:
-        from .imaging import MAX_MEGAPIXELS_ENV
-
-        os.environ[MAX_MEGAPIXELS_ENV] = str(args.max_megapixels)
     fmt = args.format
     if fmt is None:
-        suffix = args.output.suffix.lower().lstrip(".")
-        fmt = suffix if suffix in ("png", "webp") and len(args.inputs) == 1 else "png"
+        named = format_for_path(args.output)
+        fmt = named.name if named is not None and len(args.inputs) == 1 else DEFAULT_FORMAT
     options = ComposeOptions(
         mask_only=args.mask_only,
         background=parse_color(args.background) if args.background else None,
@@ -344,14 +345,8 @@ def cmd_remove(args: argparse.Namespace) -> int:
         return EXIT_USAGE if not plan.problems else EXIT_SOME_FAILED
 
     progress = TerminalProgress(enabled=not args.quiet)
-    remover = Remover(
-        args.model,
-        precision=args.precision,
-        providers=args.providers,
-        threads=args.threads,
-        refine=args.refine,
-        progress=progress.task(args.model),
-    )
+    config = EngineConfig(args.model, args.precision, args.providers, args.threads, args.refine)
+    remover = Remover.from_config(config, progress=progress.task(args.model))
     info = remover.load()  # obtain the model before the first image, with its own progress
     progress.clear()
     for reason in info.fallbacks:
@@ -361,7 +356,15 @@ def cmd_remove(args: argparse.Namespace) -> int:
     start = time.monotonic()
     finished: BatchFinished | None = None
     count = 0  # items complete out of order: progress counts them
-    for event in run_batch(plan.jobs, remover, options, fmt, overwrite=args.overwrite):
+    events = run_batch(
+        plan.jobs,
+        remover,
+        options,
+        fmt,
+        overwrite=args.overwrite,
+        max_megapixels=args.max_megapixels,
+    )
+    for event in events:
         if isinstance(event, (ItemDone, ItemSkipped, ItemFailed)):
             count += 1
             if isinstance(event, ItemFailed):

@@ -8,18 +8,21 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .batch import plan_batch
+from .comparison import compare_precisions
 from .errors import BgRemoverError
-from .imaging import read_image, write_image
-from .metrics import fidelity
-from .pipeline import Remover, preprocess
+from .imaging import read_image
+from .output import write_image
+from .pipeline import EngineConfig, Remover
+from .plan import plan_batch
 from .report import comparison_sheet
-from .session import CPU, available_providers
+from .session import CPU, SessionPool, available_providers
+from .transforms import preprocess
 
 
 def _err(message: str) -> None:
@@ -30,9 +33,12 @@ def _err(message: str) -> None:
 def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
     """For each image: a side-by-side PNG and a JSON file of metrics; a summary at the end."""
     report = progress.task(args.model)
-    common = {"providers": args.providers, "threads": args.threads, "progress": report}
-    fp32 = Remover(args.model, precision="fp32", **common)
-    int8 = Remover(args.model, precision="int8", recipe=args.recipe, **common)
+    config = EngineConfig(
+        args.model, providers=args.providers, threads=args.threads, recipe=args.recipe
+    )
+    pool = SessionPool(capacity=2)
+    fp32 = Remover.from_config(replace(config, precision="fp32"), pool=pool, progress=report)
+    int8 = Remover.from_config(replace(config, precision="int8"), pool=pool, progress=report)
     fp32.load()
     int8.load()
     progress.clear()
@@ -43,15 +49,12 @@ def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
     failed = len(plan.problems)
     for job in plan.jobs:
         try:
-            a = fp32.remove(job.source)
-            b = int8.remove(a.image)
-            m = fidelity(a.mask, b.mask, a.raw, b.raw)
+            c = compare_precisions(fp32, int8, job.source)
+            a, b, m = c.fp32, c.int8, c.metrics
             m.update(
                 image=str(job.source),
                 model=fp32.spec.name,
                 recipe=int8.recipe or "default",
-                infer_fp32_s=a.timings["infer"],
-                infer_int8_s=b.timings["infer"],
                 providers_fp32=list(a.providers),
                 providers_int8=list(b.providers),
             )

@@ -1,23 +1,19 @@
-"""Reading images (orientation, modes, bit depths) and writing them atomically."""
+"""Reading images (orientation, modes, bit depths) and finding them in folders.
+
+What an output file holds and how it is encoded is output.py's; atomic.py creates it."""
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import io
 import os
-import secrets
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import cv2
 import numpy as np
 from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
 
-from .errors import DiskFullError, ImageReadError, ImageWriteError
-from .png import PngWriter
+from .errors import ImageReadError
 
 #: File name endings walked when a folder is given. Pillow reads all of them.
 IMAGE_EXTENSIONS = frozenset(
@@ -48,18 +44,6 @@ IMAGE_EXTENSIONS = frozenset(
         ".qoi",
     ]
 )
-
-#: Output formats and the Pillow options they are written with (PNG of 8-bit grey, RGB
-#: and RGBA goes through bgremover's streaming writer instead, see png.py).
-OUTPUT_FORMATS = {
-    "png": {"format": "PNG"},
-    # Lossy colour at a high quality, lossless alpha: edges stay exact, files stay small.
-    "webp": {"format": "WEBP", "quality": 90, "alpha_quality": 100, "method": 4},
-}
-
-#: Suffix of the temporary files that atomic writes rename into place. A file
-#: with this suffix is always an unfinished write and is safe to delete.
-TEMP_SUFFIX = ".bgremover-part"
 
 
 @dataclass(frozen=True)
@@ -92,24 +76,48 @@ except ImportError:
 IMAGE_EXTENSIONS = IMAGE_EXTENSIONS | HEIF_EXTENSIONS
 
 
-def max_megapixels() -> float:
+def is_image_name(path: Path) -> bool:
+    """Whether a folder walk picks ``path`` up: a known image ending, not a hidden file."""
+    return path.suffix.lower() in IMAGE_EXTENSIONS and not path.name.startswith(".")
+
+
+def walk_images(folder: Path, exclude: Path | None = None) -> list[Path]:
+    """Image files under ``folder``, sorted, skipping hidden entries and ``exclude``.
+
+    Symlinked folders are not followed (no loops); symlinked files are read.
+    """
+    found: list[Path] = []
+    excluded = exclude.resolve() if exclude is not None else None
+    for root, dirs, files in os.walk(folder):
+        root_path = Path(root)
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and (root_path / d).resolve() != excluded
+        )
+        found.extend(root_path / f for f in sorted(files) if is_image_name(Path(f)))
+    return found
+
+
+def default_max_megapixels() -> float:
+    """The size limit when none is given: the user's ``BGREMOVER_MAX_MEGAPIXELS``, or 250."""
     try:
         return float(os.environ.get(MAX_MEGAPIXELS_ENV, DEFAULT_MAX_MEGAPIXELS))
     except ValueError:
         return DEFAULT_MAX_MEGAPIXELS
 
 
-def read_image(path: str | os.PathLike[str]) -> LoadedImage:
+def read_image(path: str | os.PathLike[str], max_megapixels: float | None = None) -> LoadedImage:
     """Read an image file; any failure is an :class:`ImageReadError` naming the file.
 
-    Animated images (GIF, WebP, APNG) give their first frame.
+    Images over ``max_megapixels`` (default: :func:`default_max_megapixels`) are
+    refused before they are decoded. Animated images (GIF, WebP, APNG) give their
+    first frame.
     """
     p = Path(path)
     try:
         if p.stat().st_size == 0:
             raise ImageReadError(f"{p}: the file is empty (0 bytes). Re-export or re-copy it.")
         with Image.open(p) as img:
-            limit = max_megapixels()
+            limit = default_max_megapixels() if max_megapixels is None else max_megapixels
             megapixels = img.width * img.height / 1e6
             if megapixels > limit:
                 raise ImageReadError(
@@ -232,144 +240,3 @@ def _cmyk_to_srgb(img: Image.Image) -> Image.Image:
         return ImageCms.profileToProfile(img, src, ImageCms.createProfile("sRGB"), outputMode="RGB")
     except (ImageCms.PyCMSError, OSError):
         return img.convert("RGB")  # a broken profile: the naive conversion is still usable
-
-
-def is_complete_image(path: Path) -> bool:
-    """True when ``path`` is a whole image file (used to skip finished outputs on a rerun).
-
-    PNG and WebP, the formats bgremover writes, are checked from their structure
-    without decoding: a PNG must end with its IEND chunk, a WebP's RIFF header
-    must announce the file's size. Both are read in a few bytes, so resuming a
-    large batch does not decode every finished output. Other formats are verified
-    by Pillow.
-    """
-    try:
-        size = path.stat().st_size
-        if size == 0:
-            return False
-        with open(path, "rb") as fh:
-            head = fh.read(16)
-            if head.startswith(_PNG_SIGNATURE):
-                fh.seek(-len(_PNG_END), os.SEEK_END)
-                return size > len(_PNG_SIGNATURE) + len(_PNG_END) and fh.read() == _PNG_END
-            if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-                return int.from_bytes(head[4:8], "little") + 8 == size
-        with Image.open(path) as img:
-            img.verify()
-        return True
-    except Exception:
-        return False
-
-
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-#: The IEND chunk every PNG ends with: length 0, type, CRC.
-_PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"
-
-#: Rows per strip when a whole array is written as PNG (see png.py).
-PNG_STRIP_ROWS = 256
-
-
-def _png_pixels(img: Image.Image | np.ndarray) -> np.ndarray | None:
-    """``img`` as a uint8 array PngWriter takes, or None for Pillow to write it."""
-    if isinstance(img, np.ndarray):
-        if img.dtype == np.uint8 and (img.ndim == 2 or (img.ndim == 3 and img.shape[2] <= 4)):
-            return img
-        raise ImageWriteError(f"Cannot write a {img.dtype} array of shape {img.shape} as PNG.")
-    if img.mode in ("L", "LA", "RGB", "RGBA"):
-        return np.asarray(img)
-    return None
-
-
-def _check_format(fmt: str) -> None:
-    if fmt not in OUTPUT_FORMATS:
-        raise ImageWriteError(
-            f"Unknown output format {fmt!r}; use one of {sorted(OUTPUT_FORMATS)}."
-        )
-
-
-def _encode_into(fh: BinaryIO, img: Image.Image | np.ndarray, fmt: str) -> None:
-    _check_format(fmt)
-    pixels = _png_pixels(img) if fmt == "png" else None
-    if pixels is not None:
-        height, width = pixels.shape[:2]
-        channels = 1 if pixels.ndim == 2 else pixels.shape[2]
-        strips = (pixels[y : y + PNG_STRIP_ROWS] for y in range(0, height, PNG_STRIP_ROWS))
-        _png_into(fh, width, height, channels, strips)
-        return
-    if isinstance(img, np.ndarray):
-        img = Image.fromarray(img)
-    options = dict(OUTPUT_FORMATS[fmt])
-    if fmt == "webp" and img.mode == "L":
-        options.update(lossless=True)  # masks are data: keep them exact
-    img.save(fh, **options)
-
-
-def _png_into(
-    fh: BinaryIO, width: int, height: int, channels: int, strips: Iterable[np.ndarray]
-) -> None:
-    writer = PngWriter(fh, width, height, channels)
-    for rows in strips:
-        writer.write_rows(rows)
-    writer.close()
-
-
-def write_image(img: Image.Image | np.ndarray, path: Path, fmt: str) -> int:
-    """Write ``img`` to ``path`` atomically and return the bytes written."""
-    _check_format(fmt)
-    return write_atomically(path, lambda fh: _encode_into(fh, img, fmt))
-
-
-def write_png_strips(
-    path: Path, width: int, height: int, channels: int, strips: Iterable[np.ndarray]
-) -> int:
-    """Write a PNG from strips of rows (top to bottom) atomically; returns the bytes written.
-
-    Only the strip being compressed and the compressed data are in memory, never
-    the whole image.
-    """
-    return write_atomically(path, lambda fh: _png_into(fh, width, height, channels, strips))
-
-
-def write_atomically(path: Path, fill: Callable[[BinaryIO], object]) -> int:
-    """Create ``path`` with what ``fill`` writes, atomically; returns its size in bytes.
-
-    The data goes to a temporary file in the same folder, is flushed to disk and
-    then renamed over ``path``: readers (and a rerun after a crash) see either
-    no file or the complete one. If ``fill`` raises, nothing is left behind.
-    """
-    tmp_name = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # O_EXCL with mode 0o666 (the umask applies): private like mkstemp's
-        # temp names, but the finished file gets the user's normal permissions.
-        tmp_name = str(path.parent / f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
-        fd = os.open(
-            tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666
-        )
-        with os.fdopen(fd, "wb") as fh:
-            fill(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, path)
-        tmp_name = None
-        return path.stat().st_size
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise DiskFullError(
-                f"{path}: the disk is full; free some space and run again "
-                "(finished files are kept, this one was not written)."
-            ) from None
-        raise ImageWriteError(_write_failure(path, exc)) from None
-    finally:
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
-
-
-def _write_failure(path: Path, exc: OSError) -> str:
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return (
-            f"{path}: cannot write there (permission denied or read-only); "
-            "choose another output folder."
-        )
-    return f"{path}: could not be written ({exc.strerror or exc})."

@@ -9,6 +9,7 @@ never holds a half-written or unverified model.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import os
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 ProgressCallback = Callable[[int, "int | None"], None]
 
 DEFAULT_MODEL = "u2netp"
+#: The precisions every model runs in: its own fp32 file, or the int8 one made from it.
+PRECISIONS = ("fp32", "int8")
 HOME_ENV = "BGREMOVER_HOME"
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -242,6 +245,21 @@ def file_sha256(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _sha256_once(path: str, size: int, mtime_ns: int) -> str:
+    return file_sha256(Path(path))
+
+
+def file_identity(path: Path) -> str:
+    """The sha256 of a (user's) model file, hashed once per path, size and modification time.
+
+    Sessions and int8 models are keyed by it: a file that changes gets new ones,
+    an unchanged one is not read again in the same process.
+    """
+    info = path.stat()
+    return _sha256_once(str(path), info.st_size, info.st_mtime_ns)
 
 
 class _PoochProgress:

@@ -8,85 +8,40 @@ same chain.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 from PIL import Image
 
 from .compose import ComposeOptions, compose
-from .errors import InferenceError, UsageError
+from .errors import InferenceError, ModelError, UsageError
 from .imaging import LoadedImage, from_array, from_pil, read_image
-from .models import DEFAULT_MODEL, ModelSpec, ModelStore, resolve_spec
+from .models import DEFAULT_MODEL, PRECISIONS, ModelSpec, ModelStore, file_identity, resolve_spec
+from .quantize import DEFAULT_RECIPE
 from .refine import refine_alpha
-from .session import SessionInfo, create_session, resolve_providers
+from .session import SessionInfo, SessionPool, create_session, resolve_providers
+from .transforms import normalise_output, postprocess, preprocess
 
-__all__ = ["ComposeOptions", "Remover", "Result", "postprocess", "preprocess"]
+__all__ = [
+    "PRECISIONS",
+    "ComposeOptions",
+    "EngineConfig",
+    "Remover",
+    "Result",
+    "normalise_output",
+    "postprocess",
+    "preprocess",
+]
 
 ImageInput = str | os.PathLike[str] | Image.Image | np.ndarray | LoadedImage
 
 #: Called with (task, done, total) while a model is prepared: task is "download"
 #: (bytes) or "quantize" (calibration samples). It may raise to cancel.
 TaskProgress = Callable[[str, int, "int | None"], None]
-
-PRECISIONS = ("fp32", "int8")
-
-
-def preprocess(rgb: np.ndarray, spec: ModelSpec, size: int | None = None) -> np.ndarray:
-    """RGB uint8 (H, W, 3) -> model input (1, 3, S, S) float32.
-
-    Matches rembg's U²-Net preprocessing so masks agree with it: a Lanczos resize
-    to S x S, division by the image's own maximum (not by 255), then the model's
-    mean/std normalisation.
-    """
-    side = size or spec.input_size
-    if rgb.shape[0] * rgb.shape[1] <= 4_000_000:
-        small = np.asarray(Image.fromarray(rgb).resize((side, side), Image.Resampling.LANCZOS))
-    else:
-        # One channel at a time: Pillow keeps RGB as 4 bytes a pixel, so resizing the
-        # colour image whole makes a 48 MB copy of a 12-megapixel photo; per channel it
-        # is 12 MB, with the same result (Lanczos is per channel) in about the same time.
-        small = np.dstack(
-            [
-                np.asarray(
-                    Image.fromarray(np.ascontiguousarray(rgb[..., c])).resize(
-                        (side, side), Image.Resampling.LANCZOS
-                    )
-                )
-                for c in range(3)
-            ]
-        )
-    x = small.astype(np.float64)
-    x /= max(float(x.max()), 1e-6)
-    x = (x - np.asarray(spec.mean)) / np.asarray(spec.std)
-    return np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)
-
-
-def normalise_output(raw: np.ndarray) -> np.ndarray:
-    """The model's first channel, min-max normalised to [0, 1] (float32, S x S)."""
-    pred = np.asarray(raw, dtype=np.float32).reshape(raw.shape[-2], raw.shape[-1])
-    lo, hi = pred.min(), pred.max()
-    if not np.isfinite(lo) or not np.isfinite(hi) or hi - lo <= 0:
-        return np.zeros_like(pred)  # a flat prediction carries no subject
-    return (pred - lo) / (hi - lo)
-
-
-def postprocess(raw: np.ndarray, width: int, height: int) -> np.ndarray:
-    """Raw model output (1, 1, S, S) -> uint8 mask (height, width) at the source size.
-
-    The upscale is OpenCV's bicubic: within 0.15/255 mean of a Lanczos upscale
-    (rembg's) on 12-megapixel photos and about 15x faster there (3 ms against 45 ms).
-    """
-    pred = normalise_output(raw)
-    small = (np.clip(pred, 0.0, 1.0) * 255).astype(np.uint8)
-    if (width, height) == small.shape[::-1]:
-        return small
-    return cv2.resize(small, (width, height), interpolation=cv2.INTER_CUBIC)
 
 
 def combine_alpha(mask: np.ndarray, input_alpha: np.ndarray | None) -> np.ndarray:
@@ -124,13 +79,38 @@ class Result:
         return self.compose(ComposeOptions())
 
 
-class Remover:
-    """Removes backgrounds with one model; owns and reuses its ORT sessions.
+@dataclass(frozen=True)
+class EngineConfig:
+    """How images are cut out: which model runs, how, and whether edges are refined.
 
-    Sessions are created on first use (which obtains the model through the
-    store, reporting download progress to ``progress``) and kept for the life of
-    the Remover: never one per image. ``remove`` may be called from one worker
-    thread at a time per Remover; ORT's ``run`` itself releases the GIL.
+    The CLI builds one from its options, the app from its settings; both make
+    their :class:`Remover` from it with :meth:`Remover.from_config`.
+    """
+
+    #: A registry model name or the path of a local ``.onnx`` file.
+    model: str = DEFAULT_MODEL
+    #: "fp32", or "int8" (made from the fp32 model on first use).
+    precision: str = "fp32"
+    #: "auto", "cpu", "cuda,cpu", ... (see :func:`~bgremover.session.resolve_providers`).
+    providers: str = "auto"
+    #: ONNX Runtime threads; 0 = one per physical core.
+    threads: int = 0
+    #: Refine the mask's edges with the photo's colours (see refine.py).
+    refine: bool = True
+    #: The int8 recipe; None for the default one.
+    recipe: str | None = None
+
+
+class Remover:
+    """Removes backgrounds with one model; its ORT session comes from a :class:`SessionPool`.
+
+    The session is created on first use (which obtains the model through the
+    store, reporting download progress to ``progress``) and reused for every
+    image: never one per image. Removers that share a pool share sessions, so
+    several Removers of the same model that differ only in refinement hold one
+    session. Without a pool, the Remover gets one of its own. ``remove`` may be
+    called from one worker thread at a time per Remover; ORT's ``run`` itself
+    releases the GIL.
     """
 
     def __init__(
@@ -144,6 +124,7 @@ class Remover:
         refine: bool = True,
         store: ModelStore | None = None,
         progress: TaskProgress | None = None,
+        pool: SessionPool | None = None,
     ) -> None:
         if precision not in PRECISIONS:
             raise UsageError(f"Unknown precision {precision!r}; use fp32 or int8.")
@@ -155,18 +136,66 @@ class Remover:
         self.providers = resolve_providers(providers)
         self.threads = threads
         self.store = store or ModelStore()
+        self.pool = pool if pool is not None else SessionPool(capacity=1)
         self._progress = progress
-        self._sessions: dict[tuple[Any, ...], tuple[Any, SessionInfo]] = {}
-        self._lock = threading.Lock()
+        self._key: tuple[Any, ...] | None = None
+
+    @classmethod
+    def from_config(
+        cls,
+        config: EngineConfig,
+        *,
+        pool: SessionPool | None = None,
+        store: ModelStore | None = None,
+        progress: TaskProgress | None = None,
+    ) -> Remover:
+        """The Remover for ``config``; cheap when ``pool`` already holds its session."""
+        return cls(
+            config.model,
+            precision=config.precision,
+            recipe=config.recipe,
+            providers=config.providers,
+            threads=config.threads,
+            refine=config.refine,
+            store=store,
+            progress=progress,
+            pool=pool,
+        )
+
+    def session_key(self) -> tuple[Any, ...]:
+        """What decides the session: model file, precision (and recipe), providers, threads."""
+        if self._key is None:
+            if self.spec.local_path is not None:
+                identity = f"sha256:{file_identity(self.spec.local_path)}"
+            else:
+                identity = self.spec.known_hash or self.spec.name
+            recipe = (self.recipe or DEFAULT_RECIPE) if self.precision == "int8" else None
+            self._key = (identity, self.precision, recipe, self.providers, self.threads)
+        return self._key
 
     def _session(self) -> tuple[Any, SessionInfo]:
-        key = (self.spec.name, self.spec.local_path, self.precision, self.providers, self.threads)
-        with self._lock:
-            if key not in self._sessions:
-                self._sessions[key] = create_session(
-                    self.model_path(), self.providers, self.threads
-                )
-            return self._sessions[key]
+        return self.pool.get(self.session_key(), self._create_session)
+
+    def _create_session(self) -> tuple[Any, SessionInfo]:
+        path = self.model_path()
+        if self.spec.local_path is not None and self.precision == "fp32":
+            advice = (
+                "Choose an ONNX background-removal model (one image input of shape "
+                "1×3×H×W, a mask output), or one of the built-in models."
+            )
+        elif self.precision == "int8":
+            advice = f"The int8 file may be damaged: delete {path} and it is made again."
+        else:
+            advice = f"The file may be damaged: delete {path} to download it again."
+        made = create_session(path, self.providers, self.threads, advice)
+        shape = made[1].input_shape
+        if len(shape) != 4 or shape[1] not in (3, None):
+            raise ModelError(
+                f"{path.name} is an ONNX model, but not one bgremover can use: it takes "
+                f"{made[1].input_name!r} of shape {shape}, not one RGB image (1, 3, H, W).\n"
+                + advice
+            )
+        return made
 
     def model_path(self) -> Path:
         """The verified fp32 file, or the int8 one (made on first use) for ``precision="int8"``."""
@@ -176,7 +205,7 @@ class Remover:
         )
         if self.precision == "fp32":
             return path
-        from .quantize import DEFAULT_RECIPE, ensure_int8
+        from .quantize import ensure_int8
 
         return ensure_int8(
             self.spec,
@@ -199,17 +228,21 @@ class Remover:
         """Run the model on a preprocessed (1, 3, S, S) batch; returns the first output."""
         session, info = self._session()
         try:
-            return session.run(None, {info.input_name: batch})[0]
+            return np.asarray(session.run(None, {info.input_name: batch})[0])
         except Exception as exc:  # ORT raises its own exception types
             raise InferenceError(
                 f"ONNX Runtime failed while running model {self.spec.name!r}: {exc}\n"
                 "If you use a custom model, check that it takes one (1, 3, S, S) image input."
             ) from exc
 
-    def remove(self, image: ImageInput) -> Result:
-        """Cut out the subject of ``image`` (a path, PIL image, RGB(A) array or LoadedImage)."""
+    def remove(self, image: ImageInput, max_megapixels: float | None = None) -> Result:
+        """Cut out the subject of ``image`` (a path, PIL image, RGB(A) array or LoadedImage).
+
+        ``max_megapixels`` limits the size of an image read from a file (the default
+        limit when None, see :func:`~bgremover.imaging.read_image`).
+        """
         t0 = time.perf_counter()
-        loaded = load_input(image)
+        loaded = load_input(image, max_megapixels)
         read = time.perf_counter() - t0
         batch, prep = self.prepare(loaded)
         t1 = time.perf_counter()
@@ -249,11 +282,11 @@ class Remover:
         )
 
 
-def load_input(image: ImageInput) -> LoadedImage:
+def load_input(image: ImageInput, max_megapixels: float | None = None) -> LoadedImage:
     if isinstance(image, LoadedImage):
         return image
     if isinstance(image, Image.Image):
         return from_pil(image)
     if isinstance(image, np.ndarray):
         return from_array(image)
-    return read_image(Path(image))
+    return read_image(Path(image), max_megapixels)

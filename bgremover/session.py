@@ -6,7 +6,9 @@ This is the only module besides the pipeline's ``infer`` that touches ORT.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,8 @@ class SessionInfo:
     fallbacks: tuple[str, ...]
     input_name: str
     input_size: int | None
+    #: The model input's declared shape; None where a dimension is dynamic.
+    input_shape: tuple[int | None, ...] = ()
 
 
 #: Providers that do not run the model on this machine (Azure sends requests to a
@@ -107,10 +111,35 @@ def _options(threads: int) -> Any:
     return opts
 
 
+#: What to do when the model file itself cannot be loaded, when the caller says nothing.
+DAMAGED_FILE_ADVICE = (
+    "The file may be damaged or not an ONNX model; delete it to download it again, "
+    "or choose another model."
+)
+
+
+def ort_reason(exc: BaseException) -> str:
+    """ONNX Runtime's error in one line, without its status-code prefix and file path.
+
+    ORT says e.g. ``[ONNXRuntimeError] : 7 : INVALID_PROTOBUF : Load model from
+    /x.onnx failed:Protobuf parsing failed.``; the user needs the last part.
+    """
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    tail = text.rsplit(" failed:", 1)[-1] if " failed:" in text else text.rsplit(" : ", 1)[-1]
+    return tail.strip() or text
+
+
 def create_session(
-    model_path: Path, providers: Sequence[str], threads: int = 0
+    model_path: Path,
+    providers: Sequence[str],
+    threads: int = 0,
+    advice: str = DAMAGED_FILE_ADVICE,
 ) -> tuple[Any, SessionInfo]:
-    """Create an ``InferenceSession`` and say which providers run and why others don't."""
+    """Create an ``InferenceSession`` and say which providers run and why others don't.
+
+    A file ONNX Runtime cannot load raises :class:`ModelError` naming the file,
+    ORT's reason in one line and ``advice`` (what the user can do about it).
+    """
     import onnxruntime as ort
 
     requested = tuple(providers)
@@ -130,12 +159,9 @@ def create_session(
         accelerators = [p for p in usable if p != CPU]
         if not accelerators:
             raise ModelError(
-                f"ONNX Runtime could not load the model {model_path}: {exc}\n"
-                "The file may be damaged or not an ONNX model; delete it to download it "
-                "again, or choose another model."
+                f"{model_path.name} could not be loaded as a model ({ort_reason(exc)}).\n{advice}"
             ) from exc
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        fallbacks.extend(f"{p}: failed to start ({first_line})" for p in accelerators)
+        fallbacks.extend(f"{p}: failed to start ({ort_reason(exc)})" for p in accelerators)
         log.warning("Providers %s failed to start; using CPU: %s", accelerators, exc)
         return create_session_cpu(model_path, requested, threads, fallbacks)
     active = tuple(session.get_providers())
@@ -161,5 +187,66 @@ def _info(
     session: Any, requested: tuple[str, ...], active: tuple[str, ...], fallbacks: list[str]
 ) -> SessionInfo:
     inp = session.get_inputs()[0]
-    size = inp.shape[-1] if len(inp.shape) == 4 and isinstance(inp.shape[-1], int) else None
-    return SessionInfo(requested, active, tuple(fallbacks), inp.name, size)
+    shape = tuple(d if isinstance(d, int) else None for d in inp.shape)
+    size = shape[-1] if len(shape) == 4 else None
+    return SessionInfo(requested, active, tuple(fallbacks), inp.name, size, shape)
+
+
+SessionFactory = Callable[[], tuple[Any, SessionInfo]]
+
+
+class SessionPool:
+    """ONNX Runtime sessions shared by every :class:`~bgremover.pipeline.Remover` that uses it.
+
+    Keyed by what decides a session (the model file's identity, precision, providers,
+    threads), never by options applied after inference (refinement, composition), so
+    toggling those reuses the session. At most ``capacity`` sessions are kept; the least
+    recently used one is released when another is needed. A released session is freed
+    once the last caller holding it is done with it.
+
+    Lookups may come from several threads (a batch's inference and finishing threads);
+    two threads asking for the same new key create it once.
+    """
+
+    def __init__(self, capacity: int = 3) -> None:
+        if capacity < 1:
+            raise ValueError("a session pool holds at least one session")
+        self.capacity = capacity
+        self._sessions: OrderedDict[Hashable, tuple[Any, SessionInfo]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._creating: dict[Hashable, threading.Lock] = {}
+
+    def get(self, key: Hashable, create: SessionFactory) -> tuple[Any, SessionInfo]:
+        """The session for ``key``, made by ``create`` (outside the pool's lock) if missing."""
+        with self._lock:
+            if key in self._sessions:
+                self._sessions.move_to_end(key)
+                return self._sessions[key]
+            making = self._creating.setdefault(key, threading.Lock())
+        with making:  # one creation per key; other keys stay available meanwhile
+            with self._lock:
+                if key in self._sessions:
+                    self._sessions.move_to_end(key)
+                    return self._sessions[key]
+            made = create()
+            with self._lock:
+                self._sessions[key] = made
+                self._creating.pop(key, None)
+                while len(self._sessions) > self.capacity:
+                    old, _ = self._sessions.popitem(last=False)
+                    log.debug("Released the least recently used session %s", old)
+            return made
+
+    def keys(self) -> list[Hashable]:
+        """The keys held, least recently used first."""
+        with self._lock:
+            return list(self._sessions)
+
+    def clear(self) -> None:
+        """Release every session (each is freed when its last user is done with it)."""
+        with self._lock:
+            self._sessions.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)

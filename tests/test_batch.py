@@ -9,17 +9,17 @@ import pytest
 from PIL import Image
 
 from bgremover import Remover
+from bgremover.atomic import TEMP_SUFFIX
 from bgremover.batch import (
     BatchFinished,
     BatchStarted,
     ItemDone,
     ItemFailed,
     ItemSkipped,
-    plan_batch,
     run_batch,
 )
 from bgremover.errors import UsageError
-from bgremover.imaging import TEMP_SUFFIX
+from bgremover.plan import plan_batch
 
 
 def make_tree(root: Path, rgb: np.ndarray) -> None:

@@ -84,7 +84,7 @@ def test_parse_color_rejects(text: str) -> None:
     ids=["cutout", "mask", "opaque-bg", "translucent-bg", "decontaminated"],
 )
 def test_streamed_png_equals_the_whole_composite(tmp_path, options: ComposeOptions) -> None:
-    from bgremover.batch import write_output
+    from bgremover.output import write_output
 
     rng = np.random.default_rng(5)
     rgb = rng.integers(0, 256, (301, 123, 3), dtype=np.uint8)

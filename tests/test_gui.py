@@ -17,7 +17,7 @@ from PySide6.QtCore import QMimeData, QObject, QPointF, QSettings, Qt, QUrl, Sig
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QMessageBox
 
-from bgremover.imaging import TEMP_SUFFIX
+from bgremover.atomic import TEMP_SUFFIX
 
 from conftest import DATA, SAMPLE
 

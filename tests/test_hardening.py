@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
+from bgremover.atomic import TEMP_SUFFIX
 from bgremover.errors import ImageReadError
-from bgremover.imaging import TEMP_SUFFIX, read_image
+from bgremover.imaging import read_image
 
 from conftest import DATA, SAMPLE, run_cli
 
@@ -169,8 +170,9 @@ def test_full_disk_stops_the_batch_without_partial_files(
 ) -> None:
     import errno
 
-    from bgremover import Remover, imaging
-    from bgremover.batch import BatchFinished, ItemDone, ItemFailed, plan_batch, run_batch
+    from bgremover import Remover, atomic
+    from bgremover.batch import BatchFinished, ItemDone, ItemFailed, run_batch
+    from bgremover.plan import plan_batch
 
     for i in range(4):
         _photo().save(tmp_path / f"{i}.png")
@@ -183,7 +185,7 @@ def test_full_disk_stops_the_batch_without_partial_files(
             raise OSError(errno.ENOSPC, "No space left on device")
         real_fsync(fd)
 
-    monkeypatch.setattr(imaging.os, "fsync", fsync_until_full)
+    monkeypatch.setattr(atomic.os, "fsync", fsync_until_full)
     plan = plan_batch([tmp_path], tmp_path / "out", "png")
     events = list(run_batch(plan.jobs, Remover(str(tiny_model)), finishers=1))
     done = [e for e in events if isinstance(e, ItemDone)]

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 from PIL import Image, ImageCms
 
-from bgremover import imaging
+from bgremover import atomic
+from bgremover.atomic import TEMP_SUFFIX
 from bgremover.errors import ImageReadError, ImageWriteError
-from bgremover.imaging import TEMP_SUFFIX, is_complete_image, read_image, write_image
+from bgremover.imaging import read_image
+from bgremover.output import is_complete_output, write_image
 
 
 def save(img: Image.Image, path: Path, **kw) -> Path:
@@ -130,7 +132,7 @@ def test_atomic_write_leaves_no_temp(tmp_path: Path, rgb_gradient: np.ndarray) -
     out = tmp_path / "sub" / "o.png"
     n = write_image(Image.fromarray(rgb_gradient), out, "png")
     assert n == out.stat().st_size > 0
-    assert is_complete_image(out)
+    assert is_complete_output(out)
     assert not list(out.parent.glob(f"*{TEMP_SUFFIX}"))
     webp = tmp_path / "o.webp"
     write_image(Image.fromarray(np.dstack([rgb_gradient, rgb_gradient[..., 0]])), webp, "webp")
@@ -146,7 +148,7 @@ def test_failed_write_keeps_old_file_and_leaves_nothing(
     def full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(imaging.os, "fsync", full)
+    monkeypatch.setattr(atomic.os, "fsync", full)
     with pytest.raises(ImageWriteError, match="disk is full"):
         write_image(rgb_gradient, out, "png")
     assert out.read_bytes() == b"old"
@@ -164,17 +166,17 @@ def test_output_folder_that_cannot_exist(tmp_path: Path, rgb_gradient: np.ndarra
 def test_incomplete_outputs_are_not_complete(tmp_path: Path, rgb_gradient: np.ndarray) -> None:
     (tmp_path / "zero.png").write_bytes(b"")
     (tmp_path / "junk.png").write_bytes(b"\x89PNG\r\n\x1a\nxx")
-    assert not is_complete_image(tmp_path / "zero.png")
-    assert not is_complete_image(tmp_path / "junk.png")
-    assert not is_complete_image(tmp_path / "missing.png")
+    assert not is_complete_output(tmp_path / "zero.png")
+    assert not is_complete_output(tmp_path / "junk.png")
+    assert not is_complete_output(tmp_path / "missing.png")
     for fmt in ("png", "webp"):
         whole = tmp_path / f"whole.{fmt}"
         write_image(rgb_gradient, whole, fmt)
-        assert is_complete_image(whole)
+        assert is_complete_output(whole)
         data = whole.read_bytes()
         for cut in (1, 12, len(data) // 2):
             (tmp_path / f"cut.{fmt}").write_bytes(data[:-cut])
-            assert not is_complete_image(tmp_path / f"cut.{fmt}")
+            assert not is_complete_output(tmp_path / f"cut.{fmt}")
 
 
 @pytest.mark.parametrize("channels", [0, 3, 4])

@@ -70,7 +70,7 @@ def test_remover_reuses_one_session(tiny_model: Path, rgb_gradient: np.ndarray) 
     remover.remove(rgb_gradient)
     first = remover._session()[0]
     remover.remove(Image.fromarray(rgb_gradient))
-    assert remover._session()[0] is first and len(remover._sessions) == 1
+    assert remover._session()[0] is first and len(remover.pool) == 1
 
 
 def test_input_alpha_limits_output(tiny_model: Path, rgb_gradient: np.ndarray) -> None:

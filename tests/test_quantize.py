@@ -120,8 +120,9 @@ def test_faithful_rewrite_keeps_fp32_output(tmp_path: Path, u2netp_path: Path) -
     import onnxruntime as ort
     from onnx import version_converter
 
-    from bgremover.pipeline import preprocess
-    from bgremover.quantize import calibration_samples, prepare_graph
+    from bgremover.quantize import calibration_samples
+    from bgremover.transforms import preprocess
+    from bgremover.u2net_graph import prepare_graph
 
     spec = REGISTRY["u2netp"]
     model = version_converter.convert_version(onnx.load(str(u2netp_path)), 13)

@@ -1,13 +1,22 @@
-"""Provider choice and honest fallback reports."""
+"""Provider choice, honest fallback reports, and the session pool."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bgremover.errors import ModelError, UsageError
-from bgremover.session import CPU, available_providers, create_session, resolve_providers
+from bgremover.session import (
+    CPU,
+    SessionPool,
+    available_providers,
+    create_session,
+    resolve_providers,
+)
+
+from conftest import build_tiny_model
 
 
 def test_auto_ends_with_cpu() -> None:
@@ -44,10 +53,76 @@ def test_missing_provider_falls_back_with_reason(tiny_model: Path) -> None:
 def test_broken_model_file_is_model_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a protobuf")
-    with pytest.raises(ModelError, match="could not load the model"):
-        create_session(bad, (CPU,))
+    with pytest.raises(ModelError, match="bad.onnx could not be loaded") as caught:
+        create_session(bad, (CPU,), advice="Choose another file.")
+    message = str(caught.value)
+    # ORT's reason in its own words, without its status-code prefix; then what to do.
+    assert "Protobuf parsing failed" in message and "[ONNXRuntimeError]" not in message
+    assert message.endswith("Choose another file.")
 
 
 def test_negative_threads_rejected(tiny_model: Path) -> None:
     with pytest.raises(UsageError, match="threads"):
         create_session(tiny_model, (CPU,), threads=-1)
+
+
+def test_refine_and_compose_options_never_make_a_session(tiny_model: Path, rgb_gradient) -> None:
+    """Removers that differ only in refinement share the pool's one session."""
+    from bgremover.pipeline import EngineConfig, Remover
+
+    pool = SessionPool()
+    config = EngineConfig(str(tiny_model), providers="cpu")
+    first = Remover.from_config(config, pool=pool)
+    first.remove(rgb_gradient)
+    for refine in (False, True, False):
+        Remover.from_config(replace(config, refine=refine), pool=pool).remove(rgb_gradient)
+    assert len(pool) == 1
+    int8_config = replace(config, precision="int8", recipe="naive")
+    assert Remover.from_config(int8_config, pool=pool).session_key() != first.session_key()
+
+
+def test_pool_releases_the_least_recently_used_session(tmp_path: Path, rgb_gradient) -> None:
+    """Switching between four models keeps at most `capacity` sessions, and frees the rest."""
+    import gc
+    import weakref
+
+    from bgremover.pipeline import EngineConfig, Remover
+
+    pool = SessionPool(capacity=2)
+    models = [build_tiny_model(tmp_path / f"m{i}.onnx", size=16 + 8 * i) for i in range(4)]
+    released = []
+    for path in models:
+        remover = Remover.from_config(EngineConfig(str(path), providers="cpu"), pool=pool)
+        remover.remove(rgb_gradient)
+        released.append(weakref.ref(remover._session()[0]))
+    del remover
+    gc.collect()
+    assert len(pool) == 2
+    assert [ref() is None for ref in released] == [True, True, False, False]
+    # The session used again is kept over the older one.
+    again = Remover.from_config(EngineConfig(str(models[2]), providers="cpu"), pool=pool)
+    again.load()
+    back = Remover.from_config(EngineConfig(str(models[0]), providers="cpu"), pool=pool)
+    back.load()
+    gc.collect()
+    assert pool.keys() == [again.session_key(), back.session_key()]
+    assert released[3]() is None
+
+
+def test_pool_creates_a_session_once_for_concurrent_callers() -> None:
+    import threading
+
+    pool = SessionPool()
+    made = []
+
+    def create():
+        made.append(1)
+        threading.Event().wait(0.05)
+        return object(), None
+
+    threads = [threading.Thread(target=pool.get, args=("k", create)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and len(pool) == 1

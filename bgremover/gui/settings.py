@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from PySide6.QtCore import QSettings
 
-from .worker import EngineConfig
+from ..pipeline import EngineConfig
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,10 @@ class Settings:
 
     def engine(self) -> EngineConfig:
         """The engine part of the settings (the fields both dataclasses share)."""
-        return EngineConfig(**{f.name: getattr(self, f.name) for f in fields(EngineConfig)})
+        mine = {f.name for f in fields(self)}
+        return EngineConfig(
+            **{f.name: getattr(self, f.name) for f in fields(EngineConfig) if f.name in mine}
+        )
 
 
 def qsettings() -> QSettings:

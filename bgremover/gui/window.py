@@ -35,10 +35,10 @@ from PySide6.QtWidgets import (
 )
 
 from .. import __version__
-from ..batch import walk_images, write_output
+from ..imaging import IMAGE_EXTENSIONS, from_array, walk_images
+from ..output import write_output
 from ..compose import ComposeOptions, compose, parse_color
 from ..errors import BgRemoverError
-from ..imaging import IMAGE_EXTENSIONS, from_array
 from ..models import REGISTRY, ModelStore
 from ..session import available_providers
 from .compare import ComparisonView

@@ -19,26 +19,17 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QImage
 
-from ..batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, plan_batch, run_batch
+from ..batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
 from ..compose import ComposeOptions
 from ..errors import BgRemoverError
 from ..imaging import LoadedImage
 from ..metrics import fidelity
-from ..models import DEFAULT_MODEL, DownloadCancelled
-from ..pipeline import Remover, Result
+from ..models import DownloadCancelled
+from ..pipeline import EngineConfig, Remover, Result
+from ..plan import plan_batch
+from ..session import SessionPool
 from ..report import DEFAULT_HEAT_SCALE, heatmap, mask_difference
 from .imageconv import thumbnail, to_qimage
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """The settings that decide which session runs."""
-
-    model: str = DEFAULT_MODEL
-    precision: str = "fp32"
-    providers: str = "auto"
-    threads: int = 0
-    refine: bool = True
 
 
 @dataclass(frozen=True)
@@ -124,7 +115,7 @@ class Worker(QObject):
 
     def __init__(self) -> None:
         super().__init__()
-        self._removers: dict[EngineConfig, Remover] = {}
+        self.pool = SessionPool()
         self._cancel = threading.Event()
         self._last_emit = 0.0
 
@@ -134,16 +125,11 @@ class Worker(QObject):
         self._cancel.set()
 
     def _remover(self, config: EngineConfig) -> Remover:
-        if config not in self._removers:
-            self._removers[config] = Remover(
-                config.model,
-                precision=config.precision,
-                providers=config.providers,
-                threads=config.threads,
-                refine=config.refine,
-                progress=lambda task, done, total: self._progress(config, task, done, total),
-            )
-        remover = self._removers[config]
+        remover = Remover.from_config(
+            config,
+            pool=self.pool,
+            progress=lambda task, done, total: self._progress(config, task, done, total),
+        )
         self.sessionInfo.emit(config.precision, remover.load())
         return remover
 

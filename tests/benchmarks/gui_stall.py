@@ -23,8 +23,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import QSettings, QTimer
 
-from bgremover.batch import walk_images
 from bgremover.gui.window import MainWindow, application
+from bgremover.imaging import walk_images
 
 INTERVAL_MS = 5
 

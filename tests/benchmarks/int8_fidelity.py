@@ -24,8 +24,8 @@ from PIL import Image
 from bgremover import Remover
 from bgremover.metrics import band_mae, iou, sad, trimap_band
 from bgremover.models import REGISTRY, ModelStore
-from bgremover.pipeline import preprocess
 from bgremover.quantize import calibration_files, int8_path, quantize_model
+from bgremover.transforms import preprocess
 
 
 def grey(path: Path) -> np.ndarray:

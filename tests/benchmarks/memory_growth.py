@@ -20,8 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bgremover.batch import ItemDone, ItemFailed, plan_batch, run_batch, walk_images
+from bgremover.batch import ItemDone, ItemFailed, run_batch
+from bgremover.imaging import walk_images
 from bgremover.pipeline import Remover
+from bgremover.plan import plan_batch
 
 
 def rss_mb() -> float:

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bgremover.batch import walk_images
+from bgremover.imaging import walk_images
 from bgremover.models import ModelStore
 
 REMBG_LOOP = """

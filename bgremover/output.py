@@ -1,0 +1,223 @@
+"""The output formats, in one table, and writing a result in one of them.
+
+Each :class:`OutputFormat` says what its files are called, whether they keep
+transparency, how a result is written (composed and encoded straight into an
+atomic file) and how a finished file is recognised on a rerun. The command
+line's ``--format`` choices, the app's format box and its save-dialog filters
+all read :data:`FORMATS`.
+
+The table is read when the command line builds its parser, which must not
+import numpy or Pillow (``bgremover --version`` answers at once), so the
+encoders import them when they run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from .atomic import write_atomically
+from .errors import ImageWriteError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from PIL import Image
+
+    from .compose import ComposeOptions
+
+#: Rows per strip when a PNG is written (see png.py): small enough that a strip of a
+#: 12-megapixel cutout is 4 MB, large enough that the per-strip overhead vanishes.
+PNG_STRIP_ROWS = 256
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: The IEND chunk every PNG ends with: length 0, type, CRC.
+_PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"
+
+
+def _png_complete(path: Path) -> bool:
+    """A whole PNG starts with the signature and ends with its IEND chunk."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        if fh.read(len(_PNG_SIGNATURE)) != _PNG_SIGNATURE:
+            return False
+        fh.seek(-len(_PNG_END), os.SEEK_END)
+        return size > len(_PNG_SIGNATURE) + len(_PNG_END) and fh.read() == _PNG_END
+
+
+def _webp_complete(path: Path) -> bool:
+    """A whole WebP's RIFF header announces the file's exact size."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(12)
+    return (
+        head[:4] == b"RIFF"
+        and head[8:12] == b"WEBP"
+        and int.from_bytes(head[4:8], "little") + 8 == size
+    )
+
+
+def _png_rows(fh: BinaryIO, width: int, height: int, channels: int, strips) -> None:
+    from .png import PngWriter
+
+    writer = PngWriter(fh, width, height, channels)
+    for rows in strips:
+        writer.write_rows(rows)
+    writer.close()
+
+
+def _png_pixels(img: Image.Image | np.ndarray) -> np.ndarray | None:
+    """``img`` as a uint8 array the PNG writer takes, or None for Pillow to write it."""
+    import numpy as np
+
+    if isinstance(img, np.ndarray):
+        if img.dtype == np.uint8 and (img.ndim == 2 or (img.ndim == 3 and img.shape[2] <= 4)):
+            return img
+        raise ImageWriteError(f"Cannot write a {img.dtype} array of shape {img.shape} as PNG.")
+    if img.mode in ("L", "LA", "RGB", "RGBA"):
+        return np.asarray(img)
+    return None
+
+
+def _encode_png(fh: BinaryIO, img: Image.Image | np.ndarray, fmt: OutputFormat) -> None:
+    pixels = _png_pixels(img)
+    if pixels is None:  # a mode the streaming writer does not take (e.g. palette)
+        _encode_pillow(fh, img, fmt)
+        return
+    height, width = pixels.shape[:2]
+    channels = 1 if pixels.ndim == 2 else pixels.shape[2]
+    strips = (pixels[y : y + PNG_STRIP_ROWS] for y in range(0, height, PNG_STRIP_ROWS))
+    _png_rows(fh, width, height, channels, strips)
+
+
+def _encode_pillow(fh: BinaryIO, img: Image.Image | np.ndarray, fmt: OutputFormat) -> None:
+    from PIL import Image
+
+    if not isinstance(img, Image.Image):
+        img = Image.fromarray(img)
+    options = dict(fmt.pillow)
+    if fmt.name == "webp" and img.mode == "L":
+        options.update(lossless=True)  # masks are data: keep them exact
+    img.save(fh, **options)
+
+
+def _write_png_result(
+    rgb: np.ndarray, alpha: np.ndarray, options: ComposeOptions, path: Path, fmt: OutputFormat
+) -> int:
+    """Composed and compressed a strip of rows at a time: the image is never whole."""
+    from .compose import compose_strips
+
+    height, width = alpha.shape
+    channels, strips = compose_strips(rgb, alpha, options, rows=PNG_STRIP_ROWS)
+    return write_atomically(path, lambda fh: _png_rows(fh, width, height, channels, strips))
+
+
+def _write_whole_result(
+    rgb: np.ndarray, alpha: np.ndarray, options: ComposeOptions, path: Path, fmt: OutputFormat
+) -> int:
+    from .compose import compose_array
+
+    pixels = compose_array(rgb, alpha, options)
+    return write_atomically(path, lambda fh: fmt.encode(fh, pixels, fmt))
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    """One format bgremover writes."""
+
+    #: The name used on the command line and in settings ("png").
+    name: str
+    #: What a user calls it ("PNG image").
+    label: str
+    #: The file name ending, with its dot.
+    extension: str
+    #: Whether it keeps transparency (a cutout without a background needs it).
+    alpha: bool
+    #: Encodes a whole image (array or Pillow image) into an open file.
+    encode: Callable[[BinaryIO, Any, OutputFormat], None] = field(repr=False)
+    #: Writes a result (colour, alpha, compose options) to a path atomically; bytes written.
+    write_result: Callable[..., int] = field(repr=False)
+    #: Whether a file on disk is a whole file of this format (no decoding).
+    complete: Callable[[Path], bool] = field(repr=False)
+    #: Pillow's save options where Pillow encodes.
+    pillow: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def dialog_filter(self) -> str:
+        """The file-dialog filter, e.g. ``PNG image (*.png)``."""
+        return f"{self.label} (*{self.extension})"
+
+
+FORMATS: dict[str, OutputFormat] = {
+    f.name: f
+    for f in (
+        OutputFormat(
+            "png",
+            "PNG image",
+            ".png",
+            alpha=True,
+            encode=_encode_png,
+            write_result=_write_png_result,
+            complete=_png_complete,
+            pillow={"format": "PNG"},
+        ),
+        OutputFormat(
+            "webp",
+            "WebP image",
+            ".webp",
+            alpha=True,
+            encode=_encode_pillow,
+            write_result=_write_whole_result,
+            complete=_webp_complete,
+            # Lossy colour at a high quality, lossless alpha: edges stay exact, files small.
+            pillow={"format": "WEBP", "quality": 90, "alpha_quality": 100, "method": 4},
+        ),
+    )
+}
+DEFAULT_FORMAT = "png"
+
+
+def get_format(name: str) -> OutputFormat:
+    """The format called ``name``; an unknown one is an :class:`ImageWriteError`."""
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise ImageWriteError(
+            f"Unknown output format {name!r}; use one of: {', '.join(FORMATS)}."
+        ) from None
+
+
+def format_for_path(path: Path) -> OutputFormat | None:
+    """The format a file name asks for by its ending, if bgremover writes it."""
+    suffix = path.suffix.lower()
+    return next((f for f in FORMATS.values() if f.extension == suffix), None)
+
+
+def write_output(
+    rgb: np.ndarray, alpha: np.ndarray, options: ComposeOptions, path: Path, fmt: str
+) -> int:
+    """Compose the output for ``options`` and write it atomically; returns its bytes."""
+    out = get_format(fmt)
+    return out.write_result(rgb, alpha, options, path, out)
+
+
+def write_image(img: Image.Image | np.ndarray, path: Path, fmt: str) -> int:
+    """Write a whole image to ``path`` atomically and return the bytes written."""
+    out = get_format(fmt)
+    return write_atomically(path, lambda fh: out.encode(fh, img, out))
+
+
+def is_complete_output(path: Path) -> bool:
+    """True when ``path`` is a whole file of the format its name says (a rerun skips it).
+
+    Checked from the file's structure in a few bytes, without decoding, so resuming
+    a large batch does not decode every finished output. A file whose ending is not
+    one bgremover writes is never complete.
+    """
+    fmt = format_for_path(path)
+    try:
+        return fmt is not None and path.stat().st_size > 0 and fmt.complete(path)
+    except OSError:
+        return False
