@@ -53,7 +53,7 @@ def test_missing_provider_falls_back_with_reason(tiny_model: Path) -> None:
 def test_broken_model_file_is_model_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a protobuf")
-    with pytest.raises(ModelError, match="bad.onnx could not be loaded") as caught:
+    with pytest.raises(ModelError, match=r"bad\.onnx could not be loaded") as caught:
         create_session(bad, (CPU,), advice="Choose another file.")
     message = str(caught.value)
     # ORT's reason in its own words, without its status-code prefix; then what to do.

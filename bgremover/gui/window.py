@@ -35,11 +35,11 @@ from PySide6.QtWidgets import (
 )
 
 from .. import __version__
-from ..imaging import IMAGE_EXTENSIONS, from_array, walk_images
-from ..output import write_output
 from ..compose import ComposeOptions, compose, parse_color
 from ..errors import BgRemoverError
+from ..imaging import IMAGE_EXTENSIONS, from_array, walk_images
 from ..models import REGISTRY, ModelStore
+from ..output import write_output
 from ..session import available_providers
 from .compare import ComparisonView
 from .dialogs import BatchDialog, show_error

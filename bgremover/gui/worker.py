@@ -27,8 +27,8 @@ from ..metrics import fidelity
 from ..models import DownloadCancelled
 from ..pipeline import EngineConfig, Remover, Result
 from ..plan import plan_batch
-from ..session import SessionPool
 from ..report import DEFAULT_HEAT_SCALE, heatmap, mask_difference
+from ..session import SessionPool
 from .imageconv import thumbnail, to_qimage
 
 
