@@ -129,7 +129,7 @@ class OutputFormat:
 
     #: The name used on the command line and in settings ("png").
     name: str
-    #: What a user calls it ("PNG image").
+    #: What a user calls it ("PNG").
     label: str
     #: The file name ending, with its dot.
     extension: str
@@ -147,7 +147,7 @@ class OutputFormat:
     @property
     def dialog_filter(self) -> str:
         """The file-dialog filter, e.g. ``PNG image (*.png)``."""
-        return f"{self.label} (*{self.extension})"
+        return f"{self.label} image (*{self.extension})"
 
 
 FORMATS: dict[str, OutputFormat] = {
@@ -155,7 +155,7 @@ FORMATS: dict[str, OutputFormat] = {
     for f in (
         OutputFormat(
             "png",
-            "PNG image",
+            "PNG",
             ".png",
             alpha=True,
             encode=_encode_png,
@@ -165,7 +165,7 @@ FORMATS: dict[str, OutputFormat] = {
         ),
         OutputFormat(
             "webp",
-            "WebP image",
+            "WebP",
             ".webp",
             alpha=True,
             encode=_encode_pillow,

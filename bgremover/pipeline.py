@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .compose import ComposeOptions, compose
+from .compose import ComposeOptions, compose_array
 from .errors import InferenceError, ModelError, UsageError
 from .imaging import LoadedImage, from_array, from_pil, read_image
 from .models import DEFAULT_MODEL, PRECISIONS, ModelSpec, ModelStore, file_identity, resolve_spec
@@ -71,9 +71,13 @@ class Result:
     #: The model's main output before min-max normalisation (S x S float32).
     raw: np.ndarray | None = field(default=None, repr=False)
 
+    def compose_array(self, options: ComposeOptions | None = None) -> np.ndarray:
+        """The output pixels: cutout (RGBA) by default, or mask / background per ``options``."""
+        return compose_array(self.image.rgb, self.alpha, options or ComposeOptions())
+
     def compose(self, options: ComposeOptions | None = None) -> Image.Image:
         """The output image: cutout by default, or mask / solid background per ``options``."""
-        return compose(self.image.rgb, self.alpha, options or ComposeOptions())
+        return Image.fromarray(self.compose_array(options))
 
     def cutout(self) -> Image.Image:
         return self.compose(ComposeOptions())

@@ -1,16 +1,36 @@
-"""Shared fixtures: a tiny synthetic ONNX model, the real u2netp, real photos."""
+"""Shared fixtures: a tiny synthetic ONNX model, the real u2netp (fp32 and int8), real
+photos, a loopback model server, and a model cache of the test session's own."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+# Tests never touch the user's own model cache: every model the session needs (u2netp
+# from its mirror, the int8 version made from it) goes into a folder of the session's
+# own, which subprocesses (CLI and app runs) inherit through the environment.
+_HOME = Path(tempfile.mkdtemp(prefix="bgremover-test-home-"))
+os.environ["BGREMOVER_HOME"] = str(_HOME)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_HOME, ignore_errors=True)
+
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
@@ -22,11 +42,14 @@ def real_photos() -> list[Path]:
     return [SAMPLE, *sorted(p for p in DATA.iterdir() if p.suffix in (".jpg", ".png"))]
 
 
-def build_tiny_model(path: Path, size: int = 32, dynamic: bool = False) -> Path:
+def build_tiny_model(
+    path: Path, size: int = 32, dynamic: bool = False, padding_bytes: int = 0
+) -> Path:
     """A U²-Net-shaped stand-in: (1,3,S,S) -> (1,1,S,S), brighter pixels -> foreground.
 
     Output = sigmoid(4 * mean over channels), the mean computed by a 1x1 convolution
     (so that quantization has a Conv to work on); two side outputs like U²-Net's.
+    ``padding_bytes`` adds an unused weight, so that a download of it takes a while.
     """
     import onnx
     from onnx import TensorProto, helper
@@ -47,7 +70,11 @@ def build_tiny_model(path: Path, size: int = 32, dynamic: bool = False) -> Path:
         helper.make_node("Identity", ["d0"], ["d1"]),
         helper.make_node("Identity", ["d0"], ["d2"]),
     ]
-    graph = helper.make_graph(nodes, "tiny_u2net", [inp], outs, initializer=[scale, weight, bias])
+    weights = [scale, weight, bias]
+    if padding_bytes:
+        count = padding_bytes // 4
+        weights.append(helper.make_tensor("padding", TensorProto.FLOAT, [count], [0.5] * count))
+    graph = helper.make_graph(nodes, "tiny_u2net", [inp], outs, initializer=weights)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -66,6 +93,76 @@ def u2netp_path() -> Path:
     from bgremover.models import ModelStore
 
     return ModelStore().ensure("u2netp")
+
+
+@pytest.fixture(scope="session")
+def u2netp_int8_path(u2netp_path: Path) -> Path:
+    """u2netp's int8 model (default recipe), made once per test session, before the tests
+    that need it, instead of by whichever of them comes first."""
+    from bgremover.models import REGISTRY, ModelStore
+    from bgremover.quantize import ensure_int8
+
+    return ensure_int8(REGISTRY["u2netp"], ModelStore(), fp32_path=u2netp_path)
+
+
+@pytest.fixture()
+def fresh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, u2netp_path: Path) -> Path:
+    """A model cache of the test's own holding only u2netp's fp32 file (no int8 yet)."""
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    shutil.copy(u2netp_path, home / "models" / u2netp_path.name)
+    monkeypatch.setenv("BGREMOVER_HOME", str(home))
+    return home
+
+
+class ModelServer:
+    """A loopback HTTP server over a folder that counts requests and can send slowly."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.requests: Counter[str] = Counter()
+        #: Seconds to wait after each 64 KiB sent (0: as fast as it goes).
+        self.delay = 0.0
+        server = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self) -> None:
+                server.requests[self.path] += 1
+                super().do_GET()
+
+            def copyfile(self, source, outputfile) -> None:
+                while chunk := source.read(65536):
+                    outputfile.write(chunk)
+                    if server.delay:
+                        time.sleep(server.delay)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        handler = functools.partial(Handler, directory=str(root))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture()
+def model_server(tmp_path: Path) -> Iterator[ModelServer]:
+    root = tmp_path / "served"
+    root.mkdir()
+    server = ModelServer(root)
+    yield server
+    server.close()
+
+
+@pytest.fixture()
+def server(model_server: ModelServer) -> tuple[str, Path]:
+    """(base URL, folder) of a loopback HTTP server."""
+    return model_server.url, model_server.root
 
 
 @pytest.fixture(scope="session")

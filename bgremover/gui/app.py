@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"  # scripted runs need no screen
     from PySide6.QtCore import QTimer
 
+    from .queue import Status
     from .window import MainWindow, application
 
     app = application()
@@ -60,17 +61,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         for p in missing:
             window.statusBar().showMessage(f"Not found: {p}", 8000)
         window.add_paths([p for p in args.paths if p.exists()])
-        if args.compare:
+        if args.compare and len(window.queue):
             window.tabs.setCurrentWidget(window.compare)
-            window.queue.setCurrentRow(0)
+            first = window.queue.at(0)
+            assert first is not None
+            window.select(first)
 
     if args.screenshot:
         out: Path = args.screenshot
 
         def shoot() -> None:
             app.processEvents()
-            failed = [e for e in window.entries.values() if e.status == "failed" or e.compare_error]
-            if not window.entries:
+            entries = window.queue.entries()
+            failed = [e for e in entries if e.status is Status.FAILED or e.compare_error]
+            if not entries:
                 print(
                     "bgremover-gui: nothing to process (no images given or found)", file=sys.stderr
                 )
@@ -90,13 +94,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             app.quit()
 
         def settled() -> None:
-            if args.compare and window.entries:
+            if args.compare and len(window.queue):
                 entry = window.current_entry()
                 if (
                     entry is not None
                     and entry.compared is None
                     and not entry.compare_error
-                    and entry.status != "failed"
+                    and entry.status is not Status.FAILED
                 ):
                     return
             QTimer.singleShot(300, shoot)  # let the views repaint first
@@ -108,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         window.settled.connect(settled)
         QTimer.singleShot(int(args.timeout * 1000), give_up)
-        if not window.entries:
+        if not len(window.queue):
             QTimer.singleShot(300, shoot)
 
     code = app.exec()

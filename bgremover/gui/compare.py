@@ -151,7 +151,8 @@ class ComparisonView(QWidget):
         self.numbers["t32"].setText(f"{1000 * t32:.0f} ms")
         self.numbers["t8"].setText(f"{1000 * t8:.0f} ms  ({t32 / max(t8, 1e-9):.2f}× fp32 speed)")
         self.numbers["prov"].setText(
-            f"fp32: {', '.join(result.fp32.providers)}   int8: {', '.join(result.int8.providers)}"
+            f"fp32: {', '.join(result.comparison.fp32.providers)}   "
+            f"int8: {', '.join(result.comparison.int8.providers)}"
         )
         ra, rb = m["raw_reference"], m["raw_other"]
         self.numbers["raw"].setText(
@@ -180,7 +181,8 @@ class ComparisonView(QWidget):
         scale = float(self.scale_box.currentData())
         key = (raw, scale)
         if key not in self._heat_cache:
-            diff = self.result.raw_diff if raw else self.result.diff
+            c = self.result.comparison
+            diff = c.raw_diff if raw else c.diff
             self._heat_cache[key] = to_qimage(heatmap(diff, scale))
         return self._heat_cache[key]
 

@@ -23,11 +23,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from .jobs import JobEnd, JobState
 from .worker import BatchProgress
 
 
 def show_error(parent: QWidget | None, title: str, message: str, details: str = "") -> QMessageBox:
-    """A non-blocking error dialog; a bug's traceback sits behind "Show Details"."""
+    """An error box that blocks nothing; a bug's traceback sits behind "Show Details".
+
+    Non-modal: the window stays usable, other work goes on. The same message is
+    never shown twice at once: while a box with this title and text is open, that
+    box is raised instead of opening another (one model failure reported by several
+    queued images is one box).
+    """
+    if parent is not None:
+        for box in parent.findChildren(QMessageBox):
+            if box.isVisible() and box.windowTitle() == title and box.text() == message:
+                box.raise_()
+                return box
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Warning if not details else QMessageBox.Icon.Critical)
     box.setWindowTitle(title)
@@ -36,7 +48,8 @@ def show_error(parent: QWidget | None, title: str, message: str, details: str = 
         box.setInformativeText("This looks like a bug in bgremover; the details help us fix it.")
         box.setDetailedText(details)
     box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-    box.open()
+    box.setWindowModality(Qt.WindowModality.NonModal)
+    box.show()
     return box
 
 
@@ -49,6 +62,7 @@ class BatchDialog(QDialog):
     """Pick an input and an output folder, run the engine's batch, follow it, cancel it."""
 
     startRequested = Signal(Path, Path, bool)  # input, output, overwrite
+    #: The user asked to stop the running batch (Cancel, or closing the dialog).
     cancelRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None, input_dir: str = "", output_dir: str = ""):
@@ -88,6 +102,7 @@ class BatchDialog(QDialog):
         self.resize(620, 260)
         self.running = False
         self._started_at = 0.0
+        self._last = BatchProgress("started")  # the latest progress, for the counts
 
     def _with_browse(self, edit: QLineEdit) -> QWidget:
         row = QWidget()
@@ -122,24 +137,35 @@ class BatchDialog(QDialog):
         if not dst:
             self.status.setText("Choose an output folder.")
             return
+        if Path(src).resolve() == Path(dst).resolve():
+            self.status.setText(
+                "The output folder is the input folder: the cutouts would mix with the "
+                "photos they came from. Choose another output folder."
+            )
+            return
         self.failures.clear()
         self.failures.hide()
         self.startRequested.emit(Path(src), Path(dst), self.overwrite.isChecked())
 
     def _cancel(self) -> None:
-        self.status.setText("Cancelling after the current image…")
+        self.status.setText("Cancelling after the images being written…")
         self.cancel_button.setEnabled(False)
         self.cancelRequested.emit()
 
     def set_running(self, running: bool) -> None:
+        """Running: Start is off and Cancel on, and the other way round. The window calls
+        this with True when it has started the batch's job, and :meth:`on_end` with its end."""
         self.running = running
         self.start_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
+        if running:
+            self.status.setText("Starting…")
+            self._last = BatchProgress("started")
 
     def on_progress(self, p: BatchProgress) -> None:
+        self._last = p
         if p.kind == "started":
             self._started_at = time.monotonic()
-            self.set_running(True)
             self.progress.setRange(0, max(p.total, 1))
             self.progress.setValue(0)
             self.status.setText(f"{p.total} images to process…")
@@ -157,21 +183,27 @@ class BatchDialog(QDialog):
             )
             if p.kind == "failed":
                 self._add_failure(p.source, p.reason)
-            return
+
+    def on_end(self, end: JobEnd) -> None:
+        """The batch's job ended, whichever way: the dialog is ready for the next one."""
         self.set_running(False)
-        if p.kind == "cancelled":
-            self.status.setText(
-                f"Cancelled: {p.done} written, {p.skipped} already done, {p.failed} failed. "
-                "Finished files are complete; start again to resume."
-            )
-        else:
+        p = self._last
+        if end.state is JobState.DONE:
+            p = end.result
             text = (
                 f"Finished in {p.elapsed:.1f} s: {p.done} written, {p.skipped} already done, "
                 f"{p.failed} failed."
             )
             if p.reason:
                 text += f" Stopped early: {p.reason}"
-            self.status.setText(text)
+        elif end.state is JobState.CANCELLED:
+            text = (
+                f"Cancelled: {p.done} written, {p.skipped} already done, {p.failed} failed. "
+                "Finished files are complete; start again to resume."
+            )
+        else:
+            text = f"The batch could not run: {end.message}"
+        self.status.setText(text)
 
     def _add_failure(self, path: Path | None, reason: str) -> None:
         self.failures.show()

@@ -1,32 +1,32 @@
-"""The main window: queue, viewer, comparison view, settings, batch."""
+"""The main window: wiring between the queue, the views, the settings and the jobs.
+
+What the app knows lives in the queue model (queue.py) and the settings; what
+it does runs as jobs (jobs.py) on two threads: the engine thread (cut-outs,
+comparisons, batches, model checks; it owns the ONNX Runtime sessions) and the
+output thread (saving and copying, so a 12-megapixel PNG never freezes the
+window). This class connects them: user actions become jobs, job ends update
+the queue, and the display is redrawn from what the queue holds.
+"""
 
 from __future__ import annotations
 
-import itertools
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-from PySide6.QtCore import QEvent, QSize, Qt, QThread, Signal
-from PySide6.QtGui import QAction, QGuiApplication, QIcon, QImage, QKeySequence, QPixmap
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QIcon, QImage, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QButtonGroup,
-    QCheckBox,
-    QColorDialog,
-    QComboBox,
     QDockWidget,
     QFileDialog,
-    QFormLayout,
     QHBoxLayout,
     QLabel,
-    QListWidget,
-    QListWidgetItem,
+    QListView,
     QMainWindow,
-    QProgressDialog,
-    QPushButton,
-    QSpinBox,
+    QMessageBox,
     QSplitter,
     QTabWidget,
     QToolButton,
@@ -35,75 +35,36 @@ from PySide6.QtWidgets import (
 )
 
 from .. import __version__
-from ..compose import ComposeOptions, compose, parse_color
-from ..errors import BgRemoverError
-from ..imaging import IMAGE_EXTENSIONS, from_array, walk_images
-from ..models import REGISTRY, ModelStore
-from ..output import write_output
-from ..session import available_providers
+from ..compose import ComposeOptions, parse_color
+from ..errors import BgRemoverError, ModelError
+from ..imaging import IMAGE_EXTENSIONS, LoadedImage, from_array, walk_images
+from ..models import DEFAULT_MODEL, REGISTRY, ModelStore
+from ..output import FORMATS, format_for_path
+from ..pipeline import EngineConfig
 from .compare import ComparisonView
 from .dialogs import BatchDialog, show_error
-from .imageconv import qimage_to_rgba, to_qimage
+from .imageconv import qimage_to_rgba
+from .jobs import Job, JobEnd, JobRunner, JobState
+from .queue import QueueEntry, QueueModel, Status
 from .settings import Settings, load_settings, save_settings
+from .settings_panel import SettingsPanel
+from .status import LogToStatusBar, PreparationBar
 from .views import ImageView
-from .worker import (
-    BatchRequest,
-    Compared,
-    CompareRequest,
-    Processed,
-    ProcessRequest,
-    Worker,
-)
+from .worker import BatchProgress, BatchRequest, Preparing, Worker, composed_image, save
 
 log = logging.getLogger(__name__)
 
-QUEUED, PROCESSING, DONE, FAILED = "queued", "processing", "done", "failed"
 VIEW_MODES = ("original", "cutout", "mask")
+EMPTY_TEXT = "Drop images or folders here, or use File ▸ Open."
 
 
-@dataclass
-class QueueEntry:
-    """One image in the queue and everything known about it."""
-
-    item_id: int
-    source: object  # Path, or a LoadedImage for pasted images
-    name: str
-    status: str = QUEUED
-    error: str = ""
-    processed: Processed | None = None
-    compared: Compared | None = None
-    compare_pending: bool = False
-    compare_error: str = ""
-    #: Its row in the queue list (results arrive by id; no search through the list).
-    item: QListWidgetItem | None = None
-    #: The list icon, kept when the full-size result is dropped from memory.
-    thumb: QImage | None = None
-    #: A one-line description of the result (size, model, inference time).
-    summary: str = ""
-
-    @property
-    def unloaded(self) -> bool:
-        """Done, but its full-size result was dropped to bound memory: made again on display."""
-        return self.status == DONE and self.processed is None
-
-    def pixels(self) -> int:
-        """Pixels of full-size data held (a comparison holds two results)."""
-        if self.processed is None:
-            return 0
-        h, w = self.processed.result.image.rgb.shape[:2]
-        return h * w * (3 if self.compared is not None else 1)
-
-
-#: Full-size results (colour, masks and their display images: about 15 bytes a pixel)
-#: kept in memory for the queue, in pixels: two 12-megapixel photos or twelve of 2 MP.
-#: Older ones keep their thumbnail and are made again when shown, so a folder of hundreds
-#: of camera photos does not fill the memory (measured: 12 camera photos took 2.5 GB
-#: before, 1.1 GB with this; 36 take 1.2 GB). The image on screen always stays.
-RESULT_CACHE_PIXELS = 25_000_000
+def _config_of(job: Job) -> EngineConfig | None:
+    """The engine settings a job runs with (every engine job's tag ends with them)."""
+    tag = job.tag
+    return tag[-1] if isinstance(tag, tuple) and isinstance(tag[-1], EngineConfig) else None
 
 
 class MainWindow(QMainWindow):
-    submit = Signal(object)  # a request for the worker thread
     #: Emitted when every queued image (and a requested comparison) has finished.
     settled = Signal()
 
@@ -112,68 +73,46 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("bgremover")
         self.setAcceptDrops(True)
         self.settings: Settings = load_settings()
-        self.entries: dict[int, QueueEntry] = {}
-        #: Ids of entries whose full-size result is in memory, least recently used first.
-        self._loaded: dict[int, None] = {}
-        self._ids = itertools.count(1)
-        self._paste_count = itertools.count(1)
+        self.store = ModelStore()
+        self.queue = QueueModel(self)
         self.view_mode = "cutout"
-        self._progress_dialog: QProgressDialog | None = None
+        self._paste_count = 0
         self._batch_dialog: BatchDialog | None = None
-        self._busy = False
+        self._batch_job: int | None = None
+        #: Why a job was cancelled by the app rather than by the user's own Cancel:
+        #: the status and text its image gets when the job's end arrives.
+        self._withdrawn: dict[int, tuple[Status, str]] = {}
 
-        self._start_worker()
+        self.worker = Worker(self.store)
+        self.engine = JobRunner("engine", self)
+        self.output = JobRunner("output", self)
+        self.engine.started.connect(self._on_engine_started)
+        self.engine.ended.connect(self._on_engine_ended)
+
         self._build_central()
         self._build_settings_dock()
+        self._build_status_bar()
         self._build_actions()
+        self._forget_missing_model_file()
         self._update_enabled()
         self.resize(1280, 800)
 
-    # ------------------------------------------------------------------ worker
-    def _start_worker(self) -> None:
-        self.thread_ = QThread(self)
-        self.thread_.setObjectName("bgremover-worker")
-        self.worker = Worker()
-        self.worker.moveToThread(self.thread_)
-        self.submit.connect(self.worker.handle)
-        self.worker.started.connect(self._on_started)
-        self.worker.processed.connect(self._on_processed)
-        self.worker.failed.connect(self._on_failed)
-        self.worker.compared.connect(self._on_compared)
-        self.worker.preparing.connect(self._on_preparing)
-        self.worker.sessionInfo.connect(self._on_session_info)
-        self.worker.busy.connect(self._on_busy)
-        self.thread_.finished.connect(self.worker.deleteLater)
-        self.thread_.start()
-
-    def closeEvent(self, event) -> None:
-        # Stop between images, let the current one finish writing, then leave.
-        self.worker.cancel()
-        self.thread_.quit()
-        self.thread_.wait()
-        save_settings(self.settings)
-        # Drop the results (and their QImages) while Qt is still fully alive,
-        # rather than leaving them to garbage collection at interpreter exit.
-        self.entries.clear()
-        self._loaded.clear()
-        self.queue.clear()
-        self.compare.clear()
-        super().closeEvent(event)
-
     # ------------------------------------------------------------------ layout
     def _build_central(self) -> None:
-        self.queue = QListWidget()
-        self.queue.setIconSize(QSize(56, 56))
-        self.queue.setMinimumWidth(220)
-        self.queue.currentItemChanged.connect(lambda *_: self._show_current())
-        self.detail = QLabel("Drop images or folders here, or use File ▸ Open.")
+        self.queue_view = QListView()
+        self.queue_view.setModel(self.queue)
+        self.queue_view.setIconSize(QSize(56, 56))
+        self.queue_view.setMinimumWidth(220)
+        self.queue_view.setUniformItemSizes(True)
+        self.queue_view.selectionModel().currentChanged.connect(lambda *_: self._on_selection())
+        self.detail = QLabel(EMPTY_TEXT)
         self.detail.setWordWrap(True)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         left = QWidget()
         lay = QVBoxLayout(left)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(QLabel("Queue"))
-        lay.addWidget(self.queue, 1)
+        lay.addWidget(self.queue_view, 1)
         lay.addWidget(self.detail)
 
         self.viewer = ImageView()
@@ -208,7 +147,7 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.tabs.addTab(viewer_page, "Result")
         self.tabs.addTab(self.compare, "Compare fp32 | int8")
-        self.tabs.currentChanged.connect(lambda *_: self._show_current())
+        self.tabs.currentChanged.connect(lambda *_: self._on_selection())
 
         splitter = QSplitter()
         splitter.addWidget(left)
@@ -216,147 +155,36 @@ class MainWindow(QMainWindow):
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([260, 1000])
         self.setCentralWidget(splitter)
-        self.provider_label = QLabel("")
-        self.statusBar().addPermanentWidget(self.provider_label)
 
     def _build_settings_dock(self) -> None:
-        s = self.settings
-        self.model_box = QComboBox()
-        store = ModelStore()
-        for name, spec in REGISTRY.items():
-            cached = store.cached_path(spec) is not None
-            self.model_box.addItem(
-                f"{name}{'' if cached else '  (download ' + f'{spec.bytes / 1e6:.0f} MB)'}", name
-            )
-            self.model_box.setItemData(
-                self.model_box.count() - 1, spec.description, Qt.ItemDataRole.ToolTipRole
-            )
-        if s.model not in REGISTRY and Path(s.model).is_file():
-            self.model_box.addItem(Path(s.model).name, s.model)
-        self._select(self.model_box, s.model)
-        self.precision_box = QComboBox()
-        self.precision_box.addItem("fp32 (exact)", "fp32")
-        self.precision_box.addItem("int8 (faster; see Compare)", "int8")
-        self._select(self.precision_box, s.precision)
-        self.provider_box = QComboBox()
-        self.provider_box.addItem("Auto", "auto")
-        for name in available_providers():
-            self.provider_box.addItem(name.replace("ExecutionProvider", ""), name)
-        self._select(self.provider_box, s.providers)
-        self.threads_box = QSpinBox()
-        self.threads_box.setRange(0, 64)
-        self.threads_box.setSpecialValueText("automatic")
-        self.threads_box.setValue(s.threads)
-        self.format_box = QComboBox()
-        self.format_box.addItem("PNG", "png")
-        self.format_box.addItem("WebP", "webp")
-        self._select(self.format_box, s.output_format)
-        self.background_button = QPushButton()
-        self.background_button.clicked.connect(self._choose_background)
-        self.clear_background = QToolButton()
-        self.clear_background.setText("Transparent")
-        self.clear_background.clicked.connect(lambda: self._apply(background=""))
-        self.mask_only_box = QCheckBox("Mask only")
-        self.mask_only_box.setChecked(s.mask_only)
-        self.refine_box = QCheckBox("Refine edges")
-        self.refine_box.setToolTip(
-            "Sharpen the mask's edges with the photo's colours (about 10-50 ms). Off gives "
-            "the network's mask exactly as rembg computes it."
-        )
-        self.refine_box.setChecked(s.refine)
-        self.decontaminate_box = QCheckBox("Decontaminate colours")
-        self.decontaminate_box.setToolTip(
-            "When saving: re-estimate the subject's colours in see-through hair so no tint of "
-            "the old background remains on a new one (slower)."
-        )
-        self.decontaminate_box.setChecked(s.decontaminate)
-        self._paint_background_button()
-
-        bg_row = QWidget()
-        bl = QHBoxLayout(bg_row)
-        bl.setContentsMargins(0, 0, 0, 0)
-        bl.addWidget(self.background_button, 1)
-        bl.addWidget(self.clear_background)
-        form = QFormLayout()
-        form.addRow("Model:", self.model_box)
-        form.addRow("Precision:", self.precision_box)
-        form.addRow("Provider:", self.provider_box)
-        form.addRow("Threads:", self.threads_box)
-        form.addRow("Output format:", self.format_box)
-        form.addRow("Background:", bg_row)
-        form.addRow("", self.refine_box)
-        form.addRow("", self.decontaminate_box)
-        form.addRow("", self.mask_only_box)
-        self.fallback_label = QLabel("")
-        self.fallback_label.setWordWrap(True)
-        form.addRow(self.fallback_label)
-        panel = QWidget()
-        panel.setLayout(form)
-        panel.setMaximumWidth(340)
+        self.panel = SettingsPanel(self.settings, self.store)
+        self.panel.changed.connect(lambda changes: self._apply(**changes))
         dock = QDockWidget("Settings", self)
         dock.setObjectName("settings")
-        dock.setWidget(panel)
+        dock.setWidget(self.panel)
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
 
-        self.model_box.currentIndexChanged.connect(
-            lambda: self._apply(model=self.model_box.currentData())
+    def _build_status_bar(self) -> None:
+        self.preparation = PreparationBar()
+        self.preparation.cancelRequested.connect(self.cancel_preparation)
+        self.statusBar().addPermanentWidget(self.preparation)
+        self.provider_label = QLabel("")
+        self.statusBar().addPermanentWidget(self.provider_label)
+        # The engine's warnings and notes (a model obtained from a mirror, a fallback)
+        # reach the user here; the handler goes when the window does.
+        self._log_handler = LogToStatusBar()
+        self._log_handler.relay.message.connect(
+            lambda text: self.statusBar().showMessage(text, 8000)
         )
-        self.precision_box.currentIndexChanged.connect(
-            lambda: self._apply(precision=self.precision_box.currentData())
-        )
-        self.provider_box.currentIndexChanged.connect(
-            lambda: self._apply(providers=self.provider_box.currentData())
-        )
-        self.threads_box.valueChanged.connect(lambda v: self._apply(threads=v))
-        self.format_box.currentIndexChanged.connect(
-            lambda: self._apply(output_format=self.format_box.currentData())
-        )
-        self.mask_only_box.toggled.connect(lambda v: self._apply(mask_only=v))
-        self.refine_box.toggled.connect(lambda v: self._apply(refine=v))
-        self.decontaminate_box.toggled.connect(lambda v: self._apply(decontaminate=v))
-
-    @staticmethod
-    def _select(box: QComboBox, value: str) -> None:
-        index = box.findData(value)
-        box.setCurrentIndex(max(index, 0))
-
-    def _apply(self, **changes) -> None:
-        engine_before = self.settings.engine()
-        self.settings = replace(self.settings, **changes)
-        save_settings(self.settings)
-        self._paint_background_button()
-        if self.settings.engine() != engine_before:
-            self.statusBar().showMessage("Settings changed: Reprocess (Ctrl+R) applies them.", 5000)
-            for entry in self.entries.values():
-                entry.compared = None
-            self._show_current()
-
-    def _paint_background_button(self) -> None:
-        bg = self.settings.background
-        self.background_button.setText(bg or "none (transparent)")
-        self.background_button.setStyleSheet(f"background: {bg};" if bg else "")
-
-    def _choose_background(self) -> None:
-        from PySide6.QtGui import QColor
-
-        start = QColor(self.settings.background or "#ffffff")
-        color = QColorDialog.getColor(
-            start, self, "Background colour", QColorDialog.ColorDialogOption.ShowAlphaChannel
-        )
-        if color.isValid():
-            self._apply(
-                background=color.name(
-                    QColor.NameFormat.HexArgb if color.alpha() < 255 else QColor.NameFormat.HexRgb
-                )
-            )
+        logging.getLogger("bgremover").addHandler(self._log_handler)
 
     def _build_actions(self) -> None:
         def action(text, shortcut, slot, menu, tip=""):
             a = QAction(text, self)
             if shortcut:
                 a.setShortcut(QKeySequence(shortcut))
-            a.setStatusTip(tip or text.replace("…", ""))
+            a.setStatusTip(tip or text.replace("&", "").replace("…", ""))
             a.triggered.connect(slot)
             menu.addAction(a)
             return a
@@ -378,14 +206,15 @@ class MainWindow(QMainWindow):
             "&Copy Cutout", QKeySequence.StandardKey.Copy, self.copy_cutout, file_menu
         )
         file_menu.addSeparator()
-        self.act_batch = action("&Batch Folder…", "Ctrl+B", self.open_batch, file_menu)
+        # triggered(bool) must not reach open_batch's folder argument.
+        self.act_batch = action("&Batch Folder…", "Ctrl+B", lambda: self.open_batch(), file_menu)
         self.act_model_file = action("Use a Model &File…", "", self.choose_model_file, file_menu)
         file_menu.addSeparator()
         action("&Quit", QKeySequence.StandardKey.Quit, self.close, file_menu)
 
         edit_menu = self.menuBar().addMenu("&Edit")
         self.act_reprocess = action(
-            "&Reprocess with Current Settings", "Ctrl+R", self.reprocess, edit_menu
+            "&Reprocess All with Current Settings", "Ctrl+R", self.reprocess, edit_menu
         )
         self.act_remove = action(
             "Remove from &Queue", QKeySequence.StandardKey.Delete, self.remove_selected, edit_menu
@@ -408,12 +237,7 @@ class MainWindow(QMainWindow):
             "&Actual Size (100 %)", "Ctrl+1", lambda: self._current_view().actual_size(), view_menu
         )
         view_menu.addSeparator()
-        action(
-            "&Compare fp32 | int8",
-            "Ctrl+K",
-            lambda: self.tabs.setCurrentWidget(self.compare),
-            view_menu,
-        )
+        action("&Compare fp32 | int8", "Ctrl+K", self.show_compare, view_menu)
         action("&Result", "Ctrl+J", lambda: self.tabs.setCurrentIndex(0), view_menu)
 
         help_menu = self.menuBar().addMenu("&Help")
@@ -426,11 +250,96 @@ class MainWindow(QMainWindow):
         self._current_view().zoom_by(step)
 
     def _about(self) -> None:
-        show_error(
+        QMessageBox.about(
             self,
             "About bgremover",
             f"bgremover {__version__}\nBackground removal with U²-Net models through "
-            "ONNX Runtime, offline. Models: Apache-2.0 (U²-Net / DIS).",
+            "ONNX Runtime, on your own computer. Models: Apache-2.0 (U²-Net / DIS).",
+        )
+
+    def closeEvent(self, event) -> None:
+        # Stop the engine's work (a batch finishes the images it is writing); saves the
+        # user asked for still complete. Then leave.
+        self.engine.shutdown()
+        self.output.shutdown(cancel=False)
+        save_settings(self.settings)
+        logging.getLogger("bgremover").removeHandler(self._log_handler)
+        # Drop the results (and their QImages) while Qt is still fully alive,
+        # rather than leaving them to garbage collection at interpreter exit.
+        self.queue.clear()
+        self.compare.clear()
+        super().closeEvent(event)
+
+    # ------------------------------------------------------------------ settings
+    def _apply(self, **changes: Any) -> None:
+        """Take new settings, remember them, and withdraw queued work they invalidate."""
+        engine_before = self.settings.engine()
+        self.settings = replace(self.settings, **changes)
+        save_settings(self.settings)
+        self.panel.show_background(self.settings.background)
+        if self.settings.engine() == engine_before:
+            return
+        # Images still waiting run with the new settings; finished ones keep theirs until
+        # Reprocess. Comparisons depend on the model: made again when shown.
+        for entry in self.queue.entries():
+            job = self.engine.job(entry.job) if entry.job is not None else None
+            if job is not None and job.state is JobState.PENDING:
+                self._process(entry)
+            if entry.compare_job is not None:
+                self.engine.cancel(entry.compare_job)
+                entry.compare_job = None
+            entry.compared = None
+        self.statusBar().showMessage(
+            "Settings changed: queued images use them; Reprocess (Ctrl+R) applies them to "
+            "finished ones.",
+            6000,
+        )
+        self._request_current()
+        self._show_current()
+
+    def _forget_missing_model_file(self) -> None:
+        """A model file remembered from an earlier run that is gone: back to the default."""
+        model = self.settings.model
+        if model in REGISTRY or Path(model).is_file():
+            return
+        self.settings = replace(self.settings, model=DEFAULT_MODEL)
+        save_settings(self.settings)
+        self.panel.forget_model_file(model)
+        self.panel.show_model(DEFAULT_MODEL)
+        self.statusBar().showMessage(
+            f"The model file {model} is no longer there; using {DEFAULT_MODEL}.", 10000
+        )
+
+    def choose_model_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Choose an ONNX model", "", "ONNX models (*.onnx)"
+        )
+        if path:
+            self.use_model_file(Path(path))
+
+    def use_model_file(self, path: Path) -> Job:
+        """Try ``path`` as a model on the engine thread; it becomes the setting only if it loads."""
+        config = replace(self.settings.engine(), model=str(path), precision="fp32")
+
+        def ended(end: JobEnd) -> None:
+            if end.ok:
+                self.panel.show_model(str(path))
+                self._apply(model=str(path))
+                self.statusBar().showMessage(f"Using the model file {path.name}.", 6000)
+            elif end.state is JobState.FAILED:
+                show_error(
+                    self,
+                    "This file cannot be used as a model",
+                    f"{end.message}\n\nThe model setting is unchanged.",
+                    end.details,
+                )
+
+        return self.engine.submit(
+            "check",
+            lambda ctx: self.worker.check_model(ctx, config),
+            tag=("check", None, config),
+            on_end=ended,
+            on_progress=self._on_engine_progress,
         )
 
     # ------------------------------------------------------------------ input
@@ -446,19 +355,17 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Added {added} image(s).", 4000)
         return added
 
-    def _enqueue(self, source: object, name: str) -> QueueEntry:
-        entry = QueueEntry(next(self._ids), source, name)
-        self.entries[entry.item_id] = entry
-        item = QListWidgetItem(name)
-        item.setData(Qt.ItemDataRole.UserRole, entry.item_id)
-        entry.item = item
-        self.queue.addItem(item)
-        self._paint_item(entry)
-        self.submit.emit(ProcessRequest(entry.item_id, source, self.settings.engine()))
-        if self.queue.currentItem() is None:
-            self.queue.setCurrentItem(item)
+    def _enqueue(self, source: Path | LoadedImage, name: str) -> QueueEntry:
+        entry = self.queue.add(source, name)
+        self._process(entry)
+        if not self.queue_view.currentIndex().isValid():
+            self.select(entry)
         self._update_enabled()
         return entry
+
+    def _next_paste_name(self, what: str) -> str:
+        self._paste_count += 1
+        return f"{what} image {self._paste_count}"
 
     def open_files(self) -> None:
         patterns = " ".join(f"*{e}" for e in sorted(IMAGE_EXTENSIONS))
@@ -487,9 +394,8 @@ class MainWindow(QMainWindow):
         if image.isNull():
             self.statusBar().showMessage("The clipboard holds no image.", 4000)
             return
-        n = next(self._paste_count)
-        loaded = from_array(qimage_to_rgba(image), f"Pasted image {n}")
-        self._enqueue(loaded, f"Pasted image {n}")
+        name = self._next_paste_name("Pasted")
+        self._enqueue(from_array(qimage_to_rgba(image), name), name)
 
     def dragEnterEvent(self, event) -> None:
         if event.mimeData().hasUrls() or event.mimeData().hasImage():
@@ -501,186 +407,249 @@ class MainWindow(QMainWindow):
         if paths:
             self.add_paths(paths)
         elif data.hasImage():
-            image = QImage(data.imageData())
-            n = next(self._paste_count)
-            self._enqueue(
-                from_array(qimage_to_rgba(image), f"Dropped image {n}"), f"Dropped image {n}"
-            )
+            name = self._next_paste_name("Dropped")
+            self._enqueue(from_array(qimage_to_rgba(QImage(data.imageData())), name), name)
         event.acceptProposedAction()
 
-    def choose_model_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Choose an ONNX model", "", "ONNX models (*.onnx)"
-        )
-        if path:
-            if self.model_box.findData(path) < 0:
-                self.model_box.addItem(Path(path).name, path)
-            self._select(self.model_box, path)
-
-    # ------------------------------------------------------------------ queue
+    # ------------------------------------------------------------------ the queue
     def current_entry(self) -> QueueEntry | None:
-        item = self.queue.currentItem()
-        return self.entries.get(item.data(Qt.ItemDataRole.UserRole)) if item else None
+        return self.queue.at(self.queue_view.currentIndex().row())
 
-    def _paint_item(self, entry: QueueEntry) -> None:
-        item = entry.item
-        if item is None:
-            return
-        item.setText(f"{entry.name}\n{entry.status}")
-        item.setToolTip(entry.error or f"{entry.name}: {entry.status}")
-        if entry.thumb is not None:
-            item.setIcon(QIcon(QPixmap.fromImage(entry.thumb)))
-        elif entry.status == FAILED:
-            item.setIcon(
-                self.style().standardIcon(self.style().StandardPixmap.SP_MessageBoxWarning)
-            )
+    def select(self, entry: QueueEntry) -> None:
+        self.queue_view.setCurrentIndex(self.queue.index_of(entry))
+
+    def _stop_jobs_of(self, entry: QueueEntry) -> None:
+        """Cancel the engine jobs working for ``entry`` (queued ones are withdrawn)."""
+        for job_id in (entry.job, entry.compare_job):
+            if job_id is not None:
+                self.engine.cancel(job_id)
+        entry.job = entry.compare_job = None
 
     def remove_selected(self) -> None:
         entry = self.current_entry()
         if entry is None:
             return
-        self.queue.takeItem(self.queue.currentRow())
-        self.entries.pop(entry.item_id, None)
-        self._loaded.pop(entry.item_id, None)
-        entry.item = None
-        self._show_current()
-        self._update_enabled()
+        self._stop_jobs_of(entry)
+        self.queue.remove(entry)
+        self._on_selection()
+        self._check_settled()
 
     def clear_queue(self) -> None:
+        for entry in self.queue.entries():
+            self._stop_jobs_of(entry)
         self.queue.clear()
-        self.entries.clear()
-        self._loaded.clear()
-        self._show_current()
-        self._update_enabled()
-
-    def _keep_loaded(self, entry: QueueEntry) -> None:
-        """Mark ``entry``'s result as the most recently used; drop the oldest over budget."""
-        self._loaded.pop(entry.item_id, None)
-        if entry.processed is not None:
-            self._loaded[entry.item_id] = None
-        current = self.current_entry()
-        held = sum(e.pixels() for i in self._loaded if (e := self.entries.get(i)) is not None)
-        for item_id in list(self._loaded):
-            if held <= RESULT_CACHE_PIXELS:
-                break
-            old = self.entries.get(item_id)
-            if old is None or old is current or old is entry:
-                continue
-            held -= old.pixels()
-            old.processed, old.compared = None, None
-            del self._loaded[item_id]
-
-    def _reload(self, entry: QueueEntry) -> None:
-        """Make a dropped result again (same engine settings as the queue now has)."""
-        entry.status = QUEUED
-        self._paint_item(entry)
-        self.submit.emit(ProcessRequest(entry.item_id, entry.source, self.settings.engine()))
+        self._on_selection()
+        self._check_settled()
 
     def reprocess(self) -> None:
-        for entry in self.entries.values():
-            entry.status, entry.error, entry.compared = QUEUED, "", None
-            self._paint_item(entry)
-            self.submit.emit(ProcessRequest(entry.item_id, entry.source, self.settings.engine()))
+        """Every image again with the current settings (the one way finished ones change)."""
+        for entry in self.queue.entries():
+            if entry.compare_job is not None:
+                self.engine.cancel(entry.compare_job)
+                entry.compare_job = None
+            entry.compared, entry.compare_error, entry.compare_cancelled = None, "", False
+            self._process(entry)
+        self._request_current()
         self._show_current()
 
-    # ------------------------------------------------------------------ worker signals
-    def _on_started(self, item_id: int) -> None:
-        entry = self.entries.get(item_id)
-        if entry is not None and entry.status != DONE:
-            entry.status = PROCESSING
-            self._paint_item(entry)
+    # ------------------------------------------------------------------ jobs
+    def _process(self, entry: QueueEntry) -> None:
+        """(Re)make ``entry``'s result on the engine thread; a job already queued is replaced."""
+        if entry.job is not None:
+            self.engine.cancel(entry.job)
+        config = self.settings.engine()
+        source = entry.source
+        job = self.engine.submit(
+            "process",
+            lambda ctx: self.worker.process(ctx, source, config),
+            tag=("process", entry.item_id, config),
+            on_end=self._on_process_end,
+            on_progress=self._on_engine_progress,
+        )
+        entry.job, entry.status, entry.error = job.id, Status.QUEUED, ""
+        self.queue.changed(entry)
 
-    def _on_processed(self, p: Processed) -> None:
-        entry = self.entries.get(p.item_id)
+    def _compare(self, entry: QueueEntry) -> None:
+        config = self.settings.engine()
+        source = entry.source
+        job = self.engine.submit(
+            "compare",
+            lambda ctx: self.worker.compare(ctx, source, config),
+            tag=("compare", entry.item_id, config),
+            on_end=self._on_compare_end,
+            on_progress=self._on_engine_progress,
+        )
+        entry.compare_job, entry.compare_error, entry.compare_cancelled = job.id, "", False
+
+    def _on_engine_progress(self, job_id: int, payload: object) -> None:
+        if isinstance(payload, Preparing):
+            self.preparation.show_progress(job_id, payload)
+        elif isinstance(payload, BatchProgress) and self._batch_dialog is not None:
+            if payload.kind == "started":  # the folders were accepted: remember them
+                self._apply(
+                    last_folder=self._batch_dialog.input_edit.text().strip(),
+                    last_output_folder=self._batch_dialog.output_edit.text().strip(),
+                )
+            self._batch_dialog.on_progress(payload)
+
+    def _on_engine_started(self, job: Job) -> None:
+        if job.kind != "process":
+            return
+        entry = self.queue.get(job.tag[1])
+        if entry is not None and entry.job == job.id:
+            entry.status = Status.PROCESSING
+            self.queue.changed(entry)
+            if entry is self.current_entry():
+                self._show_current()
+
+    def _on_engine_ended(self, end: JobEnd) -> None:
+        self.preparation.finish(end.job_id)  # whichever way it ended
+
+    def _entry_for(self, end: JobEnd, attr: str) -> QueueEntry | None:
+        """The entry a job's end is for, if that job is still the one it waits on."""
+        entry = self.queue.get(end.tag[1])
+        if entry is None or getattr(entry, attr) != end.job_id:
+            return None  # removed from the queue, or superseded by newer work
+        setattr(entry, attr, None)
+        return entry
+
+    def _on_process_end(self, end: JobEnd) -> None:
+        withdrawn = self._withdrawn.pop(end.job_id, None)
+        entry = self._entry_for(end, "job")
         if entry is None:
             return
-        entry.status, entry.error, entry.processed = DONE, "", p
-        entry.thumb = p.thumb
-        rgb = p.result.image.rgb
-        t = p.result.timings
-        entry.summary = (
-            f"{entry.name}: {rgb.shape[1]}×{rgb.shape[0]}, {p.result.model} "
-            f"{p.result.precision}, inference {1000 * t['infer']:.0f} ms"
-        )
-        self._keep_loaded(entry)
-        self._paint_item(entry)
-        if entry is self.current_entry():
-            self._show_current()
-        self._update_enabled()
-        self._check_settled()
-
-    def _on_failed(self, item_id: int, message: str, details: str) -> None:
-        entry = self.entries.get(item_id)
-        if entry is not None and entry.compare_pending:
-            entry.compare_pending = False
-            entry.compare_error = message
-            self.statusBar().showMessage(f"Comparison failed: {message}", 10000)
-        elif entry is not None:
-            entry.status, entry.error = FAILED, message
-            self._paint_item(entry)
-        if details or entry is None or "model" in message.lower():
-            show_error(self, "bgremover", message, details)
-        if entry is not None and entry is self.current_entry():
-            self._show_current()
-        self._check_settled()
-
-    def _on_compared(self, c: Compared) -> None:
-        entry = self.entries.get(c.item_id)
-        if entry is None:
-            return
-        entry.compared, entry.compare_pending = c, False
-        if entry.processed is not None:
-            self._keep_loaded(entry)
-        if entry is self.current_entry():
-            self._show_current()
-        self._check_settled()
-
-    def _on_session_info(self, precision: str, info) -> None:
-        self.provider_label.setText(
-            f"{precision}: {', '.join(p.replace('ExecutionProvider', '') for p in info.active)}"
-        )
-        self.fallback_label.setText("\n".join(f"Fallback — {r}" for r in info.fallbacks))
-
-    def _on_busy(self, busy: bool) -> None:
-        self._busy = busy
-        if not busy and self._progress_dialog is not None:
-            self._progress_dialog.close()
-            self._progress_dialog = None
-
-    def _on_preparing(self, model: str, task: str, done: int, total: int) -> None:
-        if not task:
-            if self._progress_dialog is not None:
-                self._progress_dialog.close()
-                self._progress_dialog = None
-            return
-        if self._progress_dialog is None:
-            dialog = QProgressDialog(self)
-            dialog.setWindowTitle("Preparing the model")
-            dialog.setCancelButtonText("Cancel")
-            dialog.setMinimumDuration(300)
-            dialog.canceled.connect(self.worker.cancel, Qt.ConnectionType.DirectConnection)
-            self._progress_dialog = dialog
-        d = self._progress_dialog
-        if task == "download":
-            d.setLabelText(
-                f"Downloading {model}… {done / 1e6:.1f}"
-                + (f" / {total / 1e6:.1f} MB" if total > 0 else " MB")
-            )
-            d.setRange(0, max(total, 0) // 1024 if total > 0 else 0)
-            d.setValue(done // 1024 if total > 0 else 0)
+        if end.ok:
+            p = end.result
+            entry.status, entry.error, entry.processed, entry.thumb = Status.DONE, "", p, p.thumb
+            self.queue.keep_loaded(entry, self.current_entry())
+            self.panel.refresh_model_labels()  # a model may have just been downloaded
+        elif end.state is JobState.CANCELLED:
+            entry.status, entry.error = withdrawn or (Status.STOPPED, "Stopped before it ran.")
+            if entry.status is Status.FAILED:
+                self.queue.forget_result(entry)
         else:
-            d.setLabelText(f"Making the int8 version of {model} (done once, then cached)…")
-            d.setRange(0, max(total, 1))
-            d.setValue(done)
+            entry.status, entry.error = Status.FAILED, end.message
+            self.queue.forget_result(entry)  # never an old cutout under a new failure
+            self._report_failure(end)
+        self.queue.changed(entry)
+        if entry is self.current_entry():
+            self._show_current()
+        self._check_settled()
+
+    def _on_compare_end(self, end: JobEnd) -> None:
+        withdrawn = self._withdrawn.pop(end.job_id, None)
+        entry = self._entry_for(end, "compare_job")
+        if entry is None:
+            return
+        if end.ok:
+            entry.compared = end.result
+            if entry.processed is not None:
+                self.queue.keep_loaded(entry, self.current_entry())
+        elif end.state is JobState.CANCELLED:
+            if withdrawn is not None and withdrawn[0] is Status.FAILED:
+                entry.compare_error = withdrawn[1]
+            else:
+                entry.compare_cancelled = True
+        else:
+            entry.compare_error = end.message
+            self._report_failure(end)
+        if entry is self.current_entry():
+            self._show_current()
+        self._check_settled()
+
+    def _report_failure(self, end: JobEnd) -> None:
+        """A failed job's message, where it belongs.
+
+        A bad image shows in the queue only (never a dialog). A model that cannot be
+        obtained or loaded is reported once, and the queued work that would hit the
+        same wall is withdrawn with the same reason; a bug shows its traceback.
+        """
+        if isinstance(end.error, ModelError):
+            self._model_failed(end)
+        elif end.details:
+            show_error(self, "bgremover", end.message, end.details)
+
+    def _model_failed(self, end: JobEnd) -> None:
+        config = end.tag[-1]
+        same = (config.model, config.precision)
+        for job in self.engine.jobs():
+            other = _config_of(job)
+            if job.state is JobState.PENDING and other and (other.model, other.precision) == same:
+                self._withdrawn[job.id] = (Status.FAILED, end.message)
+                self.engine.cancel(job.id)
+        message = end.message
+        if config.model not in REGISTRY and self.settings.model == config.model:
+            # A model file that does not load must not stay the setting: every later
+            # launch would fail every image.
+            self._apply(model=DEFAULT_MODEL)
+            self.panel.forget_model_file(config.model)
+            self.panel.show_model(DEFAULT_MODEL)
+            message += f"\n\nbgremover went back to the default model, {DEFAULT_MODEL}."
+        show_error(self, "The model could not be used", message, end.details)
+
+    def cancel_preparation(self, job_id: int) -> None:
+        """The user's Cancel on a model download (or int8 build): stop it, and withdraw the
+        queued work that would only start it again. Cancelling is not a failure."""
+        job = self.engine.job(job_id)
+        if job is None:
+            return
+        config = _config_of(job)
+        building_int8 = self.preparation.task == "quantize"
+        what = "making the int8 model" if building_int8 else "downloading the model"
+        reason = (Status.STOPPED, f"Not processed: you cancelled {what}. Reprocess to try again.")
+        for other in self.engine.jobs():
+            other_config = _config_of(other)
+            if other.id == job_id or other_config is None or config is None:
+                continue
+            if other_config.model != config.model or other.state is not JobState.PENDING:
+                continue
+            needs_int8 = other.kind == "compare" or other_config.precision == "int8"
+            if not building_int8 or needs_int8:
+                self._withdrawn[other.id] = reason
+                self.engine.cancel(other.id)
+        self._withdrawn[job_id] = reason
+        self.engine.cancel(job_id)
 
     def _check_settled(self) -> None:
-        if any(
-            e.status in (QUEUED, PROCESSING) or e.compare_pending for e in self.entries.values()
-        ):
-            return
-        self.settled.emit()
+        busy = any(
+            e.status in (Status.QUEUED, Status.PROCESSING) or e.compare_job is not None
+            for e in self.queue.entries()
+        )
+        if not busy:
+            self.settled.emit()
 
     # ------------------------------------------------------------------ display
+    def _on_selection(self) -> None:
+        """The user looks at another image or tab: start what it needs, then show it."""
+        self._request_current()
+        self._show_current()
+
+    def show_compare(self) -> None:
+        """Ctrl+K: the comparison tab; a comparison that failed or was cancelled is retried."""
+        entry = self.current_entry()
+        if entry is not None and entry.compare_job is None and entry.compared is None:
+            entry.compare_error, entry.compare_cancelled = "", False
+        if self.tabs.currentWidget() is self.compare:
+            self._on_selection()
+        else:
+            self.tabs.setCurrentWidget(self.compare)
+
+    def _request_current(self) -> None:
+        """Submit the work the current view needs and does not have (never more)."""
+        entry = self.current_entry()
+        if entry is None:
+            return
+        if entry.unloaded and entry.job is None:
+            self._process(entry)  # its result was dropped to bound memory: remake it
+        if (
+            self.tabs.currentWidget() is self.compare
+            and entry.compared is None
+            and entry.compare_job is None
+            and entry.status is not Status.FAILED
+            and not entry.compare_error
+        ):
+            self._compare(entry)
+
     def set_view_mode(self, mode: str) -> None:
         self.view_mode = mode
         self.mode_buttons.button(VIEW_MODES.index(mode)).setChecked(True)
@@ -688,43 +657,54 @@ class MainWindow(QMainWindow):
         self._show_current()
 
     def _show_current(self) -> None:
+        """Draw the current entry as the queue knows it. Starts nothing."""
         entry = self.current_entry()
         self._update_enabled()
         if entry is None:
             self.viewer.set_image(None)
             self.compare.clear()
-            self.detail.setText("Drop images or folders here, or use File ▸ Open.")
+            self.detail.setText(EMPTY_TEXT)
+            self.provider_label.setText("")
             return
-        if entry.status == FAILED:
-            self.detail.setText(f"Failed: {entry.error}")
-        else:
-            self.detail.setText(f"{entry.name}: {entry.status}")
-        if entry.unloaded:
-            self._reload(entry)
-            self.detail.setText(f"{entry.name}: loading…")
         p = entry.processed
         if p is not None:
-            self._keep_loaded(entry)
+            self.queue.keep_loaded(entry, entry)
             image = {"original": p.original, "cutout": p.cutout, "mask": p.mask}[self.view_mode]
             self.viewer.set_image(image)
+            r = p.result
             self.detail.setText(entry.summary)
+            active = ", ".join(x.replace("ExecutionProvider", "") for x in r.providers)
+            self.provider_label.setText(f"{r.model} {r.precision}: {active}")
+            self.panel.show_fallbacks(r.fallbacks)
         else:
             self.viewer.set_image(None)
-        if self.tabs.currentWidget() is self.compare:
-            if entry.compared is not None:
-                self.compare.set_result(entry.compared)
+            if entry.status is Status.FAILED:
+                self.detail.setText(f"Failed: {entry.error}")
+            elif entry.status is Status.STOPPED:
+                self.detail.setText(f"{entry.name}: {entry.error}")
+            elif entry.unloaded:
+                self.detail.setText(f"{entry.name}: loading…")
             else:
-                self.compare.clear()
-                if entry.compare_error:
-                    self.compare.placeholder.setText(
-                        f"The comparison failed: {entry.compare_error}"
-                    )
-                elif entry.status != FAILED and not entry.compare_pending:
-                    entry.compare_pending = True
-                    self.submit.emit(
-                        CompareRequest(entry.item_id, entry.source, self.settings.engine())
-                    )
-                    self.compare.placeholder.setText("Comparing fp32 and int8…")
+                self.detail.setText(f"{entry.name}: {entry.status.value}")
+        if self.tabs.currentWidget() is self.compare:
+            self._show_comparison(entry)
+
+    def _show_comparison(self, entry: QueueEntry) -> None:
+        if entry.compared is not None:
+            self.compare.set_result(entry.compared)
+            return
+        self.compare.clear()
+        if entry.compare_error:
+            text = f"The comparison failed: {entry.compare_error}"
+        elif entry.compare_job is not None:
+            text = "Comparing fp32 and int8…"
+        elif entry.compare_cancelled:
+            text = "The comparison was cancelled. Press Ctrl+K to compare again."
+        elif entry.status is Status.FAILED:
+            text = "This image could not be read, so there is nothing to compare."
+        else:
+            text = "Press Ctrl+K to compare fp32 and int8 for this image."
+        self.compare.placeholder.setText(text)
 
     def _update_enabled(self) -> None:
         entry = self.current_entry()
@@ -732,8 +712,8 @@ class MainWindow(QMainWindow):
         for a in (self.act_save, self.act_save_mask, self.act_copy):
             a.setEnabled(has_result)
         self.act_remove.setEnabled(entry is not None)
-        self.act_clear.setEnabled(bool(self.entries))
-        self.act_reprocess.setEnabled(bool(self.entries))
+        self.act_clear.setEnabled(len(self.queue) > 0)
+        self.act_reprocess.setEnabled(len(self.queue) > 0)
 
     # ------------------------------------------------------------------ output
     def _compose_options(self, mask_only: bool | None = None) -> ComposeOptions:
@@ -748,39 +728,52 @@ class MainWindow(QMainWindow):
         entry = self.current_entry()
         if entry is None or entry.processed is None:
             return
-        fmt = self.settings.output_format
+        chosen = FORMATS[self.settings.output_format]
         stem = Path(entry.name).stem + ("_mask" if mask_only else "")
         folder = self.settings.last_output_folder or self.settings.last_folder
+        filters = [chosen, *(f for f in FORMATS.values() if f is not chosen)]
         path, _ = QFileDialog.getSaveFileName(
             self,
             "Save mask" if mask_only else "Save cutout",
-            str(Path(folder) / f"{stem}.{fmt}"),
-            "PNG image (*.png);;WebP image (*.webp)"
-            if fmt == "png"
-            else "WebP image (*.webp);;PNG image (*.png)",
+            str(Path(folder) / f"{stem}{chosen.extension}"),
+            ";;".join(f.dialog_filter for f in filters),
         )
         if path:
             self.save_result(entry, Path(path), mask_only)
 
-    def save_result(self, entry: QueueEntry, path: Path, mask_only: bool = False) -> bool:
-        """Write the entry's output (atomically); errors become a dialog."""
-        fmt = path.suffix.lower().lstrip(".")
-        if fmt not in ("png", "webp"):
-            fmt = self.settings.output_format
-            path = path.with_suffix(f".{fmt}")
+    def save_result(self, entry: QueueEntry, path: Path, mask_only: bool = False) -> Job | None:
+        """Write the entry's output atomically on the output thread; None if refused.
+
+        The file's format comes from its name (the chosen format's ending is added to
+        a name without a known one). The status bar, or an error box, says how it went.
+        """
+        fmt = format_for_path(path)
+        if fmt is None:
+            fmt = FORMATS[self.settings.output_format]
+            path = path.with_suffix(fmt.extension)
         if isinstance(entry.source, Path) and path.resolve() == entry.source.resolve():
             show_error(self, "Not saved", f"{path} is the original photo; choose another name.")
-            return False
-        assert entry.processed is not None
-        r = entry.processed.result
+            return None
+        if entry.processed is None:
+            return None
         try:
-            write_output(r.image.rgb, r.alpha, self._compose_options(mask_only), path, fmt)
+            options = self._compose_options(mask_only)
         except BgRemoverError as exc:
-            show_error(self, "Could not save", str(exc))
-            return False
-        self._apply(last_output_folder=str(path.parent))
-        self.statusBar().showMessage(f"Saved {path}", 5000)
-        return True
+            show_error(self, "Not saved", str(exc))
+            return None
+        result, name = entry.processed.result, fmt.name
+
+        def ended(end: JobEnd) -> None:
+            if end.ok:
+                self._apply(last_output_folder=str(path.parent))
+                self.statusBar().showMessage(f"Saved {path}", 5000)
+            elif end.state is JobState.FAILED:
+                show_error(self, "Could not save", end.message, end.details)
+
+        self.statusBar().showMessage(f"Saving {path.name}…")
+        return self.output.submit(
+            "save", lambda ctx: save(ctx, result, options, path, name), tag=path, on_end=ended
+        )
 
     def save_cutout(self) -> None:
         self._save(mask_only=False)
@@ -788,14 +781,25 @@ class MainWindow(QMainWindow):
     def save_mask(self) -> None:
         self._save(mask_only=True)
 
-    def copy_cutout(self) -> None:
+    def copy_cutout(self) -> Job | None:
         entry = self.current_entry()
         if entry is None or entry.processed is None:
-            return
-        r = entry.processed.result
-        img = np.asarray(compose(r.image.rgb, r.alpha, self._compose_options()))
-        QGuiApplication.clipboard().setImage(to_qimage(img))
-        self.statusBar().showMessage("Cutout copied to the clipboard.", 4000)
+            return None
+        try:
+            options = self._compose_options()
+        except BgRemoverError as exc:
+            show_error(self, "Not copied", str(exc))
+            return None
+        result = entry.processed.result
+
+        def ended(end: JobEnd) -> None:
+            if end.ok:
+                QGuiApplication.clipboard().setImage(end.result)
+                self.statusBar().showMessage("Cutout copied to the clipboard.", 4000)
+
+        return self.output.submit(
+            "copy", lambda ctx: composed_image(ctx, result, options), on_end=ended
+        )
 
     # ------------------------------------------------------------------ batch
     def open_batch(self, folder: Path | None = None) -> BatchDialog:
@@ -804,8 +808,7 @@ class MainWindow(QMainWindow):
                 self, str(folder or self.settings.last_folder), self.settings.last_output_folder
             )
             dialog.startRequested.connect(self.start_batch)
-            dialog.cancelRequested.connect(self.worker.cancel, Qt.ConnectionType.DirectConnection)
-            self.worker.batchProgress.connect(dialog.on_progress)
+            dialog.cancelRequested.connect(self.cancel_batch)
             self._batch_dialog = dialog
         elif folder is not None:
             self._batch_dialog.input_edit.setText(str(folder))
@@ -813,21 +816,40 @@ class MainWindow(QMainWindow):
         self._batch_dialog.raise_()
         return self._batch_dialog
 
-    def start_batch(self, src: Path, dst: Path, overwrite: bool) -> None:
-        self._apply(last_folder=str(src), last_output_folder=str(dst))
+    def start_batch(self, src: Path, dst: Path, overwrite: bool) -> Job | None:
+        dialog = self._batch_dialog
+        assert dialog is not None
+        if self._batch_job is not None:
+            return None  # one batch at a time; Start is disabled while one runs
         try:
             options = self._compose_options()
         except BgRemoverError as exc:
-            show_error(self, "Batch not started", str(exc))
-            return
-        assert self._batch_dialog is not None
-        self._batch_dialog.set_running(True)
-        self._batch_dialog.status.setText("Starting…")
-        self.submit.emit(
-            BatchRequest(
-                (src,), dst, self.settings.engine(), options, self.settings.output_format, overwrite
-            )
+            dialog.status.setText(f"Not started: {exc}")
+            return None
+        config = self.settings.engine()
+        request = BatchRequest((src,), dst, config, options, self.settings.output_format, overwrite)
+
+        def ended(end: JobEnd) -> None:
+            self._batch_job = None
+            dialog.on_end(end)
+            if end.details:
+                show_error(self, "bgremover", end.message, end.details)
+
+        job = self.engine.submit(
+            "batch",
+            lambda ctx: self.worker.batch(ctx, request),
+            tag=("batch", None, config),
+            on_end=ended,
+            on_progress=self._on_engine_progress,
         )
+        self._batch_job = job.id
+        dialog.set_running(True)
+        return job
+
+    def cancel_batch(self) -> None:
+        """The batch dialog's Cancel: this batch's job, and nothing else."""
+        if self._batch_job is not None:
+            self.engine.cancel(self._batch_job)
 
 
 class Application(QApplication):
@@ -844,8 +866,9 @@ class Application(QApplication):
 
 def application() -> QApplication:
     app = QApplication.instance() or Application([])
+    assert isinstance(app, QApplication)
     app.setApplicationName("bgremover")
     app.setOrganizationName("bgremover")
     app.setApplicationVersion(__version__)
     app.setWindowIcon(QIcon(str(Path(__file__).with_name("icon.png"))))
-    return app  # type: ignore[return-value]
+    return app

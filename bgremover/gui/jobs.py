@@ -1,0 +1,310 @@
+"""The app's work as jobs: each has an id, its own cancel token and exactly one end.
+
+A :class:`JobRunner` owns one thread and a queue of jobs it runs one after
+another. The GUI submits work and learns what happened through signals,
+delivered on the GUI thread:
+
+- ``started(job)`` when the job begins to run,
+- ``progress(job_id, payload)`` for each value its work yields,
+- ``ended(JobEnd)`` exactly once per job: done, failed or cancelled.
+
+A job's work is a callable taking a :class:`JobContext`. It may return a value,
+or be a generator: each ``yield`` is reported as progress, and the cancel token
+is checked between yields (the pattern of superqt's ``GeneratorWorker``), so a
+cancelled job stops at its next yield; a value returned from the generator is
+the job's result. Work that waits on something slow (a download) checks
+``ctx.token`` itself.
+
+Cancelling reaches only the job it names. A job still waiting in the queue is
+withdrawn at once (it ends "cancelled" without running); a running one has its
+token set and ends at its next check. Nothing else is ever cancelled by
+accident: there is no runner-wide flag.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import threading
+import traceback
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+
+from ..errors import BgRemoverError
+from ..models import DownloadCancelled
+
+
+class JobCancelled(BgRemoverError):
+    """Raised by :meth:`CancelToken.check` inside a job whose cancel was requested."""
+
+    def __init__(self) -> None:
+        super().__init__("Cancelled.")
+
+
+class CancelToken:
+    """A job's own cancel flag, safe to set from any thread."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def check(self) -> None:
+        """Raise :class:`JobCancelled` when the job was cancelled."""
+        if self._event.is_set():
+            raise JobCancelled()
+
+
+class JobState(enum.Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a job's work gets: its token, and a way to report progress without yielding."""
+
+    job_id: int
+    token: CancelToken
+    report: Callable[[Any], None]
+
+
+@dataclass(eq=False)
+class Job:
+    """One piece of work and what is known about it."""
+
+    id: int
+    kind: str
+    work: Callable[[JobContext], Any] = field(repr=False)
+    #: What the job is for (an image's id, a folder, a model): the submitter's key for
+    #: finding and withdrawing it; never looked at by the runner.
+    tag: Hashable = None
+    token: CancelToken = field(default_factory=CancelToken, repr=False)
+    state: JobState = JobState.PENDING
+    on_end: Callable[[JobEnd], None] | None = field(default=None, repr=False)
+    on_progress: Callable[[int, Any], None] | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class JobEnd:
+    """How a job ended; emitted exactly once per job."""
+
+    job_id: int
+    kind: str
+    tag: Hashable
+    state: JobState
+    result: Any = None
+    #: For a failure: the message meant for the user, the exception, and a traceback
+    #: when it was not one of bgremover's expected errors (a bug).
+    message: str = ""
+    error: BaseException | None = None
+    details: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.state is JobState.DONE
+
+
+class _Thread(QThread):
+    def __init__(self, runner: JobRunner) -> None:
+        super().__init__()
+        self.runner = runner
+
+    def run(self) -> None:
+        self.runner._loop()
+
+
+class JobRunner(QObject):
+    """Runs submitted jobs one at a time on its own thread; see the module's docstring."""
+
+    started = Signal(object)  # Job
+    progress = Signal(int, object)  # job id, payload
+    ended = Signal(object)  # JobEnd
+
+    _ids = itertools.count(1)  # unique across runners, so ids never collide
+
+    def __init__(self, name: str, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.name = name
+        self._lock = threading.Condition()
+        self._pending: list[Job] = []
+        self._running: Job | None = None
+        self._stopping = False
+        self._jobs: dict[int, Job] = {}  # every job that has not ended
+        #: Jobs whose end (or progress) callbacks are still to be called; GUI thread only.
+        self._callbacks: dict[int, Job] = {}
+        # Callbacks run on this object's (the GUI) thread, after the public signals.
+        self.ended.connect(self._call_on_end, Qt.ConnectionType.QueuedConnection)
+        self.progress.connect(self._call_on_progress, Qt.ConnectionType.QueuedConnection)
+        self._thread = _Thread(self)
+        self._thread.setObjectName(f"bgremover-{name}")
+        self._thread.start()
+
+    # -- the GUI's side --------------------------------------------------------
+    def submit(
+        self,
+        kind: str,
+        work: Callable[[JobContext], Any],
+        *,
+        tag: Hashable = None,
+        on_end: Callable[[JobEnd], None] | None = None,
+        on_progress: Callable[[int, Any], None] | None = None,
+    ) -> Job:
+        """Queue ``work``; ``on_end(end)`` and ``on_progress(job_id, payload)`` are called
+        on the GUI thread.
+
+        Called from the GUI thread (the callbacks' bookkeeping lives there).
+        """
+        job = Job(next(self._ids), kind, work, tag, on_end=on_end, on_progress=on_progress)
+        if on_end is not None or on_progress is not None:
+            self._callbacks[job.id] = job
+        with self._lock:
+            if self._stopping:
+                raise RuntimeError(f"the {self.name} runner has shut down")
+            self._jobs[job.id] = job
+            self._pending.append(job)
+            self._lock.notify_all()
+        return job
+
+    def cancel(self, job_id: int) -> bool:
+        """Cancel one job: withdrawn if it waits, told to stop if it runs. False if ended."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None:
+                return False
+            job.token.cancel()
+            if job.state is not JobState.PENDING:
+                return True  # running: it ends at its next check, with its own end
+            self._pending.remove(job)
+            self._finish(job)
+        self.ended.emit(JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED))
+        return True
+
+    def cancel_where(self, predicate: Callable[[Job], bool]) -> list[int]:
+        """Cancel every job (waiting or running) for which ``predicate`` holds; their ids."""
+        with self._lock:
+            chosen = [j.id for j in self._jobs.values() if predicate(j)]
+        return [job_id for job_id in chosen if self.cancel(job_id)]
+
+    def cancel_all(self) -> list[int]:
+        return self.cancel_where(lambda job: True)
+
+    def jobs(self) -> list[Job]:
+        """The jobs that have not ended, the running one first, then in queue order."""
+        with self._lock:
+            return ([self._running] if self._running else []) + list(self._pending)
+
+    def job(self, job_id: int) -> Job | None:
+        with self._lock:
+            return self._jobs.get(job_id)
+
+    def busy(self) -> bool:
+        with self._lock:
+            return bool(self._jobs)
+
+    def shutdown(self, cancel: bool = True) -> None:
+        """Stop the thread once its jobs are over; no callback runs after this.
+
+        With ``cancel``, every job is cancelled first (the running one stops at its
+        next check); without, the queued jobs still run (saves the user asked for).
+        """
+        self._callbacks.clear()
+        if cancel:
+            self.cancel_all()
+        with self._lock:
+            self._stopping = True
+            self._lock.notify_all()
+        self._thread.wait()
+
+    # -- the runner's thread -----------------------------------------------------
+    def _finish(self, job: Job) -> None:
+        """Forget ``job`` (called with the lock held)."""
+        self._jobs.pop(job.id, None)
+
+    def _next(self) -> Job | None:
+        with self._lock:
+            while not self._pending and not self._stopping:
+                self._lock.wait()
+            if self._stopping and not self._pending:
+                return None
+            job = self._pending.pop(0)
+            job.state = JobState.RUNNING
+            self._running = job
+            return job
+
+    def _loop(self) -> None:
+        while (job := self._next()) is not None:
+            self.started.emit(job)
+            end = self._run(job)
+            with self._lock:
+                job.state = end.state
+                self._running = None
+                self._finish(job)
+            self.ended.emit(end)
+
+    def _run(self, job: Job) -> JobEnd:
+        def report(payload: Any) -> None:
+            self.progress.emit(job.id, payload)
+
+        context = JobContext(job.id, job.token, report)
+        try:
+            job.token.check()  # cancelled between submission and start, by a race
+            result = job.work(context)
+            if isinstance(result, Iterator):
+                result = self._drive(result, job, report)
+            return JobEnd(job.id, job.kind, job.tag, JobState.DONE, result)
+        except (JobCancelled, DownloadCancelled):
+            return JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED)
+        except BgRemoverError as exc:
+            return JobEnd(job.id, job.kind, job.tag, JobState.FAILED, None, str(exc), exc)
+        except Exception as exc:  # a bug: keep running, show it with its traceback
+            return JobEnd(
+                job.id,
+                job.kind,
+                job.tag,
+                JobState.FAILED,
+                None,
+                f"Unexpected error: {type(exc).__name__}: {exc}",
+                exc,
+                traceback.format_exc(),
+            )
+
+    @staticmethod
+    def _drive(steps: Iterator[Any], job: Job, report: Callable[[Any], None]) -> Any:
+        """Run a generator's work: each value is progress; cancel is checked between them."""
+        try:
+            while True:
+                job.token.check()
+                try:
+                    value = next(steps)
+                except StopIteration as stop:
+                    return stop.value
+                report(value)
+        finally:
+            close = getattr(steps, "close", None)
+            if close is not None:
+                close()  # a cancelled generator cleans up (e.g. stops its batch) here
+
+    # -- callbacks, on the GUI thread ------------------------------------------------
+    @Slot(object)
+    def _call_on_end(self, end: JobEnd) -> None:
+        job = self._callbacks.pop(end.job_id, None)
+        if job is not None and job.on_end is not None:
+            job.on_end(end)
+
+    @Slot(int, object)
+    def _call_on_progress(self, job_id: int, payload: Any) -> None:
+        job = self._callbacks.get(job_id)
+        if job is not None and job.on_progress is not None:
+            job.on_progress(job_id, payload)

@@ -1,0 +1,199 @@
+"""The queue as a model: its images, each one's status and results, and the memory policy.
+
+:class:`QueueModel` is a Qt list model, so the queue's list view draws it and
+every change to an entry reaches the view through one call, :meth:`QueueModel.changed`.
+The model holds no widgets and starts no work: the main window decides what to
+run, the model remembers what is known.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+from PySide6.QtGui import QIcon, QImage, QPixmap
+from PySide6.QtWidgets import QApplication, QStyle
+
+from ..imaging import LoadedImage
+from .worker import Compared, Processed
+
+
+class Status(enum.Enum):
+    """Where an image is; the value is what the queue shows."""
+
+    QUEUED = "queued"
+    PROCESSING = "processing"
+    DONE = "done"
+    FAILED = "failed"
+    #: Its job was cancelled (the model download, say): nothing ran, nothing failed.
+    STOPPED = "not processed"
+
+
+@dataclass(eq=False)
+class QueueEntry:
+    """One image in the queue and everything known about it."""
+
+    item_id: int
+    #: A file, or a pasted or dropped image.
+    source: Path | LoadedImage
+    name: str
+    status: Status = Status.QUEUED
+    #: Why it failed, or why it was not processed.
+    error: str = ""
+    processed: Processed | None = None
+    compared: Compared | None = None
+    #: The engine jobs making its result and its comparison, while they run.
+    job: int | None = None
+    compare_job: int | None = None
+    compare_error: str = ""
+    compare_cancelled: bool = False
+    #: The list icon, kept when the full-size result is dropped from memory.
+    thumb: QImage | None = None
+    #: The user's corrections to the mask (operations, replayed on the model's mask).
+    #: Small, and never dropped by the memory policy: a remade result gets them back.
+    edits: list[Any] = field(default_factory=list)
+
+    @property
+    def unloaded(self) -> bool:
+        """Done, but its full-size result was dropped to bound memory: made again on display."""
+        return self.status is Status.DONE and self.processed is None
+
+    @property
+    def summary(self) -> str:
+        """One line about the result: size, model, precision, inference time."""
+        if self.processed is None:
+            return ""
+        r = self.processed.result
+        h, w = r.mask.shape
+        return (
+            f"{self.name}: {w}×{h}, {r.model} {r.precision}, "
+            f"inference {1000 * r.timings['infer']:.0f} ms"
+        )
+
+    def pixels(self) -> int:
+        """Pixels of full-size data held (a comparison holds two results)."""
+        if self.processed is None:
+            return 0
+        h, w = self.processed.result.mask.shape
+        return h * w * (3 if self.compared is not None else 1)
+
+
+#: Full-size results (colour, masks and their display images: about 17 bytes a pixel)
+#: kept in memory for the queue, in pixels: two 12-megapixel photos or twelve of 2 MP.
+#: Older ones keep their thumbnail and are made again when shown, so a folder of hundreds
+#: of camera photos does not fill the memory (measured: 12 camera photos took 2.5 GB
+#: without this, 1.1 GB with it; 36 take 1.2 GB). The image on screen always stays.
+RESULT_CACHE_PIXELS = 25_000_000
+
+ID_ROLE = Qt.ItemDataRole.UserRole
+
+
+class QueueModel(QAbstractListModel):
+    """The queue's entries in display order, found by id in one step."""
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._rows: list[QueueEntry] = []
+        self._by_id: dict[int, QueueEntry] = {}
+        #: Ids of entries whose full-size result is in memory, least recently used first.
+        self._loaded: dict[int, None] = {}
+        self._next_id = 1
+
+    # -- Qt's model interface ----------------------------------------------------
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._rows)
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = 0) -> Any:
+        if not index.isValid() or index.row() >= len(self._rows):
+            return None
+        entry = self._rows[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return f"{entry.name}\n{entry.status.value}"
+        if role == Qt.ItemDataRole.ToolTipRole:
+            where = str(entry.source) if isinstance(entry.source, Path) else entry.name
+            return f"{where}\n{entry.error}" if entry.error else f"{where}: {entry.status.value}"
+        if role == Qt.ItemDataRole.DecorationRole:
+            if entry.thumb is not None:
+                return QIcon(QPixmap.fromImage(entry.thumb))
+            if entry.status is Status.FAILED:
+                return QApplication.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
+            return None
+        if role == ID_ROLE:
+            return entry.item_id
+        return None
+
+    # -- entries -------------------------------------------------------------------
+    def add(self, source: Path | LoadedImage, name: str) -> QueueEntry:
+        entry = QueueEntry(self._next_id, source, name)
+        self._next_id += 1
+        row = len(self._rows)
+        self.beginInsertRows(QModelIndex(), row, row)
+        self._rows.append(entry)
+        self._by_id[entry.item_id] = entry
+        self.endInsertRows()
+        return entry
+
+    def remove(self, entry: QueueEntry) -> None:
+        row = self._rows.index(entry)
+        self.beginRemoveRows(QModelIndex(), row, row)
+        del self._rows[row]
+        self._by_id.pop(entry.item_id, None)
+        self._loaded.pop(entry.item_id, None)
+        self.endRemoveRows()
+
+    def clear(self) -> None:
+        self.beginResetModel()
+        self._rows.clear()
+        self._by_id.clear()
+        self._loaded.clear()
+        self.endResetModel()
+
+    def get(self, item_id: int | None) -> QueueEntry | None:
+        return self._by_id.get(item_id) if item_id is not None else None
+
+    def entries(self) -> list[QueueEntry]:
+        return list(self._rows)
+
+    def at(self, row: int) -> QueueEntry | None:
+        return self._rows[row] if 0 <= row < len(self._rows) else None
+
+    def index_of(self, entry: QueueEntry) -> QModelIndex:
+        return self.index(self._rows.index(entry), 0)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def changed(self, entry: QueueEntry) -> None:
+        """Tell the view that ``entry``'s status, text or icon changed."""
+        if entry.item_id in self._by_id:
+            index = self.index_of(entry)
+            self.dataChanged.emit(index, index)
+
+    # -- the memory policy -----------------------------------------------------------
+    def keep_loaded(self, entry: QueueEntry, current: QueueEntry | None) -> None:
+        """Mark ``entry``'s result as the most recently used; drop the oldest over budget.
+
+        A dropped entry keeps its thumbnail, its status and the user's edits: only the
+        full-size arrays and images go, and :attr:`QueueEntry.unloaded` says so.
+        """
+        self._loaded.pop(entry.item_id, None)
+        if entry.processed is not None:
+            self._loaded[entry.item_id] = None
+        held = sum(e.pixels() for i in self._loaded if (e := self._by_id.get(i)) is not None)
+        for item_id in list(self._loaded):
+            if held <= RESULT_CACHE_PIXELS:
+                break
+            old = self._by_id.get(item_id)
+            if old is None or old is current or old is entry:
+                continue
+            held -= old.pixels()
+            old.processed, old.compared = None, None
+            del self._loaded[item_id]
+
+    def forget_result(self, entry: QueueEntry) -> None:
+        """Drop ``entry``'s results (they no longer match what it would show)."""
+        entry.processed = entry.compared = None
+        self._loaded.pop(entry.item_id, None)

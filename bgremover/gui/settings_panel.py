@@ -1,0 +1,182 @@
+"""The settings pane: one widget per setting, and one signal saying which ones changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QColorDialog,
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QToolButton,
+    QWidget,
+)
+
+from ..models import REGISTRY, ModelStore
+from ..output import FORMATS
+from ..session import available_providers
+from .settings import Settings
+
+
+def select_data(box: QComboBox, value: object) -> None:
+    """Select the item whose data is ``value`` (the first item when there is none)."""
+    box.setCurrentIndex(max(box.findData(value), 0))
+
+
+class SettingsPanel(QWidget):
+    """Model, precision, provider, threads, format, background, edges, mask only.
+
+    ``changed`` carries a dict of the settings the user changed (field -> new
+    value); the panel never applies or saves them itself.
+    """
+
+    changed = Signal(dict)
+
+    def __init__(self, settings: Settings, store: ModelStore, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._store = store
+        self.model_box = QComboBox()
+        for name, spec in REGISTRY.items():
+            self.model_box.addItem(name, name)
+            self.model_box.setItemData(
+                self.model_box.count() - 1, spec.description, Qt.ItemDataRole.ToolTipRole
+            )
+        self.refresh_model_labels()
+        if settings.model not in REGISTRY:
+            self.model_box.addItem(Path(settings.model).name, settings.model)
+        select_data(self.model_box, settings.model)
+        self.precision_box = QComboBox()
+        self.precision_box.addItem("fp32 (exact)", "fp32")
+        self.precision_box.addItem("int8 (faster; see Compare)", "int8")
+        select_data(self.precision_box, settings.precision)
+        self.provider_box = QComboBox()
+        self.provider_box.addItem("Auto", "auto")
+        for name in available_providers():
+            self.provider_box.addItem(name.replace("ExecutionProvider", ""), name)
+        select_data(self.provider_box, settings.providers)
+        self.threads_box = QSpinBox()
+        self.threads_box.setRange(0, 64)
+        self.threads_box.setSpecialValueText("automatic")
+        self.threads_box.setValue(settings.threads)
+        self.format_box = QComboBox()
+        for fmt in FORMATS.values():
+            self.format_box.addItem(fmt.label, fmt.name)
+        select_data(self.format_box, settings.output_format)
+        self.background_button = QPushButton()
+        self.background_button.clicked.connect(self._choose_background)
+        self.clear_background = QToolButton()
+        self.clear_background.setText("Transparent")
+        self.clear_background.clicked.connect(lambda: self._emit(background=""))
+        self.mask_only_box = QCheckBox("Mask only")
+        self.mask_only_box.setChecked(settings.mask_only)
+        self.refine_box = QCheckBox("Refine edges")
+        self.refine_box.setToolTip(
+            "Sharpen the mask's edges with the photo's colours (about 10-50 ms). Off gives "
+            "the network's mask exactly as rembg computes it."
+        )
+        self.refine_box.setChecked(settings.refine)
+        self.decontaminate_box = QCheckBox("Decontaminate colours")
+        self.decontaminate_box.setToolTip(
+            "When saving: re-estimate the subject's colours in see-through hair so no tint of "
+            "the old background remains on a new one (slower)."
+        )
+        self.decontaminate_box.setChecked(settings.decontaminate)
+        self.fallback_label = QLabel("")
+        self.fallback_label.setWordWrap(True)
+        self.show_background(settings.background)
+
+        bg_row = QWidget()
+        bl = QHBoxLayout(bg_row)
+        bl.setContentsMargins(0, 0, 0, 0)
+        bl.addWidget(self.background_button, 1)
+        bl.addWidget(self.clear_background)
+        form = QFormLayout(self)
+        form.addRow("Model:", self.model_box)
+        form.addRow("Precision:", self.precision_box)
+        form.addRow("Provider:", self.provider_box)
+        form.addRow("Threads:", self.threads_box)
+        form.addRow("Output format:", self.format_box)
+        form.addRow("Background:", bg_row)
+        form.addRow("", self.refine_box)
+        form.addRow("", self.decontaminate_box)
+        form.addRow("", self.mask_only_box)
+        form.addRow(self.fallback_label)
+        self.setMaximumWidth(340)
+
+        self.model_box.currentIndexChanged.connect(
+            lambda: self._emit(model=self.model_box.currentData())
+        )
+        self.precision_box.currentIndexChanged.connect(
+            lambda: self._emit(precision=self.precision_box.currentData())
+        )
+        self.provider_box.currentIndexChanged.connect(
+            lambda: self._emit(providers=self.provider_box.currentData())
+        )
+        self.threads_box.valueChanged.connect(lambda v: self._emit(threads=v))
+        self.format_box.currentIndexChanged.connect(
+            lambda: self._emit(output_format=self.format_box.currentData())
+        )
+        self.mask_only_box.toggled.connect(lambda v: self._emit(mask_only=v))
+        self.refine_box.toggled.connect(lambda v: self._emit(refine=v))
+        self.decontaminate_box.toggled.connect(lambda v: self._emit(decontaminate=v))
+
+    def _emit(self, **changes: object) -> None:
+        self.changed.emit(changes)
+
+    # -- what the window tells the pane ------------------------------------------
+    def show_model(self, model: str) -> None:
+        """Show ``model`` as chosen (adding a model file's entry) without reporting a change."""
+        if self.model_box.findData(model) < 0:
+            self.model_box.addItem(Path(model).name, model)
+            self.model_box.setItemData(
+                self.model_box.count() - 1, model, Qt.ItemDataRole.ToolTipRole
+            )
+        self.model_box.blockSignals(True)
+        select_data(self.model_box, model)
+        self.model_box.blockSignals(False)
+
+    def forget_model_file(self, model: str) -> None:
+        """Remove a model file's entry (it could not be used)."""
+        index = self.model_box.findData(model)
+        if index >= 0 and model not in REGISTRY:
+            self.model_box.blockSignals(True)
+            self.model_box.removeItem(index)
+            self.model_box.blockSignals(False)
+
+    def refresh_model_labels(self) -> None:
+        """Registry models not yet downloaded say how much there is to download."""
+        for i in range(self.model_box.count()):
+            name = self.model_box.itemData(i)
+            spec = REGISTRY.get(name)
+            if spec is None:
+                continue
+            cached = self._store.cached_path(spec) is not None
+            self.model_box.setItemText(
+                i, name if cached else f"{name}  (download {spec.bytes / 1e6:.0f} MB)"
+            )
+
+    def show_background(self, background: str) -> None:
+        self.background_button.setText(background or "none (transparent)")
+        self.background_button.setStyleSheet(f"background: {background};" if background else "")
+
+    def show_fallbacks(self, fallbacks: tuple[str, ...]) -> None:
+        self.fallback_label.setText("\n".join(f"Fallback — {r}" for r in fallbacks))
+
+    def _choose_background(self) -> None:
+        current = self.background_button.text()
+        start = QColor(current if current.startswith("#") else "#ffffff")
+        color = QColorDialog.getColor(
+            start, self, "Background colour", QColorDialog.ColorDialogOption.ShowAlphaChannel
+        )
+        if color.isValid():
+            name_format = (
+                QColor.NameFormat.HexArgb if color.alpha() < 255 else QColor.NameFormat.HexRgb
+            )
+            self._emit(background=color.name(name_format))

@@ -1,0 +1,92 @@
+"""The status bar's parts: model preparation with its Cancel, and the engine's log lines."""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QToolButton, QWidget
+
+from .worker import Preparing
+
+
+class PreparationBar(QWidget):
+    """ "Downloading u2netp… 1.2 / 4.6 MB [Cancel]" while a job prepares a model.
+
+    Not a dialog: nothing modal, and nothing that emits a cancel when it is
+    hidden. Cancel reports the job it belongs to, and only that job.
+    """
+
+    cancelRequested = Signal(int)  # the preparing job's id
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.label = QLabel()
+        self.bar = QProgressBar()
+        self.bar.setMaximumWidth(180)
+        self.bar.setTextVisible(False)
+        self.cancel_button = QToolButton()
+        self.cancel_button.setText("Cancel")
+        self.cancel_button.setToolTip("Stop preparing the model; nothing half-made is kept")
+        self.cancel_button.clicked.connect(self._cancel)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.label)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.cancel_button)
+        #: The job whose preparation is shown, or None, and what it does.
+        self.job_id: int | None = None
+        self.task = ""
+        self.hide()
+
+    def show_progress(self, job_id: int, p: Preparing) -> None:
+        self.job_id, self.task = job_id, p.task
+        name = p.config.model
+        if p.task == "download":
+            size = f"{p.done / 1e6:.1f}" + (f" / {p.total / 1e6:.1f} MB" if p.total else " MB")
+            self.label.setText(f"Downloading the model {name}… {size}")
+        else:
+            self.label.setText(f"Making the int8 version of {name} (once, then kept)…")
+        if p.total:
+            scale = 1024 if p.task == "download" else 1  # QProgressBar counts in int
+            self.bar.setRange(0, max(p.total // scale, 1))
+            self.bar.setValue(p.done // scale)
+        else:
+            self.bar.setRange(0, 0)  # busy, size unknown
+        self.cancel_button.setEnabled(True)
+        self.show()
+
+    def finish(self, job_id: int) -> None:
+        """``job_id`` ended: stop showing its preparation."""
+        if job_id == self.job_id:
+            self.job_id = None
+            self.hide()
+
+    def _cancel(self) -> None:
+        if self.job_id is not None:
+            self.cancel_button.setEnabled(False)
+            self.label.setText("Cancelling…")
+            self.cancelRequested.emit(self.job_id)
+
+
+class _Relay(QObject):
+    message = Signal(str)
+
+
+class LogToStatusBar(logging.Handler):
+    """A logging handler that shows the engine's messages in the status bar.
+
+    Records arrive on any thread; the relay's signal carries them to the GUI thread.
+    Connect ``relay.message`` to what shows them.
+    """
+
+    def __init__(self, level: int = logging.INFO) -> None:
+        super().__init__(level)
+        self.relay = _Relay()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage().strip().splitlines()[0]
+        except Exception:  # a malformed record must never break the engine's work
+            return
+        self.relay.message.emit(text)
