@@ -36,6 +36,8 @@ def parse_color(text: str) -> tuple[int, int, int, int]:
                 raise ValueError("components must be 0-255")
             return (nums[0], nums[1], nums[2], nums[3] if len(nums) == 4 else 255)
         rgba = ImageColor.getcolor(value, "RGBA")
+        if not isinstance(rgba, tuple):  # a grey level: Pillow gives an int for mode "L"
+            rgba = (rgba, rgba, rgba, 255)
         return (rgba[0], rgba[1], rgba[2], rgba[3])
     except ValueError:
         raise UsageError(
@@ -98,7 +100,7 @@ def compose_strips(
     if options.mask_only:
         channels = 1
 
-        def strip(a: np.ndarray, _: np.ndarray) -> np.ndarray:
+        def strip(a: np.ndarray, c: np.ndarray) -> np.ndarray:
             return a
 
     elif options.background is not None:

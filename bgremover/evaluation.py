@@ -123,8 +123,9 @@ def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
             t = time.perf_counter()
             r.infer(batches[key])
             times[key].append(time.perf_counter() - t)
-    for (provider, precision), t in times.items():
-        results["inference"].append({"provider": provider, "precision": precision, **_spread(t)})
+    for (provider, precision), runs in times.items():
+        row = {"provider": provider, "precision": precision, **_spread(runs)}
+        results["inference"].append(row)
     results["stages"] = _stage_breakdown(image_path, removers)
     if args.json:
         print(json.dumps(results, indent=2))

@@ -237,6 +237,9 @@ def _to_uint8(values: np.ndarray) -> np.ndarray:
 def _cmyk_to_srgb(img: Image.Image) -> Image.Image:
     try:
         src = ImageCms.ImageCmsProfile(io.BytesIO(img.info["icc_profile"]))
-        return ImageCms.profileToProfile(img, src, ImageCms.createProfile("sRGB"), outputMode="RGB")
+        converted = ImageCms.profileToProfile(
+            img, src, ImageCms.createProfile("sRGB"), outputMode="RGB"
+        )
+        return converted if converted is not None else img.convert("RGB")
     except (ImageCms.PyCMSError, OSError):
         return img.convert("RGB")  # a broken profile: the naive conversion is still usable

@@ -18,15 +18,17 @@ chosen by measurement on cutouts, against rembg's output size (README,
 from __future__ import annotations
 
 import struct
+import types
 import zlib
 from typing import BinaryIO
 
 import numpy as np
 
+_deflate: types.ModuleType
 try:
     from zlib_ng import zlib_ng as _deflate
 except ImportError:  # pragma: no cover - zlib-ng is a dependency; stay usable without it
-    _deflate = zlib  # type: ignore[assignment]
+    _deflate = zlib
 
 __all__ = ["DEFAULT_LEVEL", "PngWriter"]
 

@@ -194,7 +194,7 @@ def refine_alpha(
             keep = unk & ~near
             o[keep] = m[keep]
             unk &= near
-        if fg_w is None:
+        if fg_w is None or bg_w is None:
             o[unk] = m[unk]  # no confident foreground or background to take colours from
             continue
         ys, xs = np.nonzero(unk)

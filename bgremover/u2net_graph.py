@@ -15,6 +15,7 @@ ORT when the session loads) adds back in float.
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -189,11 +190,11 @@ def shift_offset_channels(
             targets = _offset_readers(g, consumers, outputs, tensor, int(k))
             if not targets:
                 continue
-            _set_weight(weights, conv.input[2], lambda b, k=k, c=c: _minus_at(b, k, c))
+            _set_weight(weights, conv.input[2], functools.partial(_minus_at, k=int(k), c=c))
             for reader, channel in targets:
                 w = numpy_helper.to_array(weights[reader.input[1]])
                 added = c * w[:, channel].sum(axis=(1, 2))
-                _set_weight(weights, reader.input[2], lambda b, added=added: b + added)
+                _set_weight(weights, reader.input[2], functools.partial(np.add, added))
                 if any(p > 0 for p in _attr(reader, "pads", [0])):
                     chain = _border_correction(
                         g, reader, w[:, channel : channel + 1], c, f"{conv.name}_{k}"
@@ -294,7 +295,8 @@ def _border_correction(g: Any, conv: Any, w_k: np.ndarray, c: float, tag: str) -
 
 def _insert_after(g: Any, pending: dict[str, list[list[Any]]]) -> list[str]:
     """Insert each border-correction chain right after its conv; returns the new node names."""
-    order, names = [], []
+    order: list[Any] = []
+    names: list[str] = []
     for node in g.node:
         order.append(node)
         for chain in pending.get(node.name, []):

@@ -210,3 +210,94 @@ def run_gui(*args: str, timeout: int = 600):
         env=env,
         timeout=timeout,
     )
+
+
+# --- the app, offscreen --------------------------------------------------------------
+
+
+@pytest.fixture()
+def isolated_settings(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The app's settings in a folder of the test's own (never the user's)."""
+    from PySide6.QtCore import QSettings
+
+    folder = tmp_path_factory.mktemp("qsettings")
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
+    return folder
+
+
+def make_window(qtbot):
+    """A shown MainWindow that the test closes (stopping its threads) when it ends."""
+    from bgremover.gui.window import MainWindow
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    return win
+
+
+@pytest.fixture()
+def window(qtbot, u2netp_path, isolated_settings):
+    return make_window(qtbot)
+
+
+def drop_files(window, paths: list[Path]) -> None:
+    """What a drag and drop of files onto the window delivers."""
+    from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    data = QMimeData()
+    data.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    event = QDropEvent(
+        QPointF(100, 100),
+        Qt.DropAction.CopyAction,
+        data,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    window.dropEvent(event)
+
+
+def row_data(window, row: int, role):
+    return window.queue.data(window.queue.index(row), role)
+
+
+def row_text(window, row: int) -> str:
+    from PySide6.QtCore import Qt
+
+    return row_data(window, row, Qt.ItemDataRole.DisplayRole)
+
+
+def row_icon(window, row: int):
+    from PySide6.QtCore import Qt
+
+    return row_data(window, row, Qt.ItemDataRole.DecorationRole)
+
+
+def row_tooltip(window, row: int) -> str:
+    from PySide6.QtCore import Qt
+
+    return row_data(window, row, Qt.ItemDataRole.ToolTipRole)
+
+
+def is_job(kind: str):
+    """A pytest-qt signal check: a JobEnd of this kind."""
+    return lambda end: end.kind == kind
+
+
+class cpu_load:
+    """Keep ``n`` CPU cores busy (separate processes, as other programs would)."""
+
+    def __init__(self, n: int = 2) -> None:
+        self.n = n
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> cpu_load:
+        self.procs = [
+            subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.n)
+        ]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()

@@ -13,64 +13,16 @@ import pytest
 from PIL import Image
 
 pytest.importorskip("PySide6")
-from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
-from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QMessageBox
 
 from bgremover.atomic import TEMP_SUFFIX
 from bgremover.gui.jobs import JobState
 from bgremover.gui.queue import Status
 
-from conftest import DATA, SAMPLE
+from conftest import DATA, SAMPLE, drop_files, is_job, row_icon, row_text, row_tooltip
 
-pytestmark = pytest.mark.model
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("isolated_settings")]
 WAIT_MS = 300_000
-
-
-def row_text(window, row: int) -> str:
-    return window.queue.data(window.queue.index(row), Qt.ItemDataRole.DisplayRole)
-
-
-def row_icon(window, row: int):
-    return window.queue.data(window.queue.index(row), Qt.ItemDataRole.DecorationRole)
-
-
-def row_tooltip(window, row: int) -> str:
-    return window.queue.data(window.queue.index(row), Qt.ItemDataRole.ToolTipRole)
-
-
-def is_job(kind: str):
-    return lambda end: end.kind == kind
-
-
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path_factory: pytest.TempPathFactory):
-    folder = tmp_path_factory.mktemp("qsettings")
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
-    yield folder
-
-
-@pytest.fixture()
-def window(qtbot, u2netp_path):
-    from bgremover.gui.window import MainWindow
-
-    win = MainWindow()
-    qtbot.addWidget(win)
-    win.show()
-    return win
-
-
-def drop_files(window, paths: list[Path]) -> None:
-    data = QMimeData()
-    data.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
-    event = QDropEvent(
-        QPointF(100, 100),
-        Qt.DropAction.CopyAction,
-        data,
-        Qt.MouseButton.LeftButton,
-        Qt.KeyboardModifier.NoModifier,
-    )
-    window.dropEvent(event)
 
 
 def test_drop_leads_to_a_cutout(qtbot, window) -> None:

@@ -188,6 +188,7 @@ class BatchDialog(QDialog):
         """The batch's job ended, whichever way: the dialog is ready for the next one."""
         self.set_running(False)
         p = self._last
+        cause = end.cause  # the batch's own end, or that of the model it waited for
         if end.state is JobState.DONE:
             p = end.result
             text = (
@@ -196,13 +197,13 @@ class BatchDialog(QDialog):
             )
             if p.reason:
                 text += f" Stopped early: {p.reason}"
-        elif end.state is JobState.CANCELLED:
+        elif cause.state is JobState.CANCELLED:
             text = (
                 f"Cancelled: {p.done} written, {p.skipped} already done, {p.failed} failed. "
                 "Finished files are complete; start again to resume."
             )
         else:
-            text = f"The batch could not run: {end.message}"
+            text = f"The batch could not run: {cause.message}"
         self.status.setText(text)
 
     def _add_failure(self, path: Path | None, reason: str) -> None:

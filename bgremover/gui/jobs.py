@@ -19,6 +19,11 @@ Cancelling reaches only the job it names. A job still waiting in the queue is
 withdrawn at once (it ends "cancelled" without running); a running one has its
 token set and ends at its next check. Nothing else is ever cancelled by
 accident: there is no runner-wide flag.
+
+A job may wait for an earlier one (``after``): the work of many images waits for
+the one job that obtains their model. If that job does not succeed, the jobs
+waiting for it end "cancelled" without running, with ``blocked_by`` saying why,
+so a model that cannot be downloaded is tried once, not once per image.
 """
 
 from __future__ import annotations
@@ -92,6 +97,10 @@ class Job:
     tag: Hashable = None
     token: CancelToken = field(default_factory=CancelToken, repr=False)
     state: JobState = JobState.PENDING
+    #: A job of the same runner, submitted earlier, that must succeed before this one runs.
+    after: Job | None = field(default=None, repr=False)
+    #: How it ended, once it has.
+    end: JobEnd | None = field(default=None, repr=False)
     on_end: Callable[[JobEnd], None] | None = field(default=None, repr=False)
     on_progress: Callable[[int, Any], None] | None = field(default=None, repr=False)
 
@@ -110,10 +119,17 @@ class JobEnd:
     message: str = ""
     error: BaseException | None = None
     details: str = ""
+    #: For a job that never ran because the job it waited for did not succeed: that end.
+    blocked_by: JobEnd | None = None
 
     @property
     def ok(self) -> bool:
         return self.state is JobState.DONE
+
+    @property
+    def cause(self) -> JobEnd:
+        """The end that decided this one: the blocking job's, or this one's own."""
+        return self.blocked_by.cause if self.blocked_by is not None else self
 
 
 class _Thread(QThread):
@@ -160,13 +176,17 @@ class JobRunner(QObject):
         tag: Hashable = None,
         on_end: Callable[[JobEnd], None] | None = None,
         on_progress: Callable[[int, Any], None] | None = None,
+        after: Job | None = None,
     ) -> Job:
         """Queue ``work``; ``on_end(end)`` and ``on_progress(job_id, payload)`` are called
         on the GUI thread.
 
-        Called from the GUI thread (the callbacks' bookkeeping lives there).
+        Called from the GUI thread (the callbacks' bookkeeping lives there). With
+        ``after``, the job runs only if that job (submitted earlier here) succeeds.
         """
-        job = Job(next(self._ids), kind, work, tag, on_end=on_end, on_progress=on_progress)
+        job = Job(
+            next(self._ids), kind, work, tag, after=after, on_end=on_end, on_progress=on_progress
+        )
         if on_end is not None or on_progress is not None:
             self._callbacks[job.id] = job
         with self._lock:
@@ -187,8 +207,9 @@ class JobRunner(QObject):
             if job.state is not JobState.PENDING:
                 return True  # running: it ends at its next check, with its own end
             self._pending.remove(job)
-            self._finish(job)
-        self.ended.emit(JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED))
+            end = JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED)
+            self._finish(job, end)
+        self.ended.emit(end)
         return True
 
     def cancel_where(self, predicate: Callable[[Job], bool]) -> list[int]:
@@ -228,8 +249,9 @@ class JobRunner(QObject):
         self._thread.wait()
 
     # -- the runner's thread -----------------------------------------------------
-    def _finish(self, job: Job) -> None:
-        """Forget ``job`` (called with the lock held)."""
+    def _finish(self, job: Job, end: JobEnd) -> None:
+        """Record how ``job`` ended and forget it (called with the lock held)."""
+        job.state, job.end = end.state, end
         self._jobs.pop(job.id, None)
 
     def _next(self) -> Job | None:
@@ -245,12 +267,15 @@ class JobRunner(QObject):
 
     def _loop(self) -> None:
         while (job := self._next()) is not None:
-            self.started.emit(job)
-            end = self._run(job)
+            blocker = job.after.end if job.after is not None else None
+            if blocker is not None and not blocker.ok:
+                end = JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED, blocked_by=blocker)
+            else:
+                self.started.emit(job)
+                end = self._run(job)
             with self._lock:
-                job.state = end.state
                 self._running = None
-                self._finish(job)
+                self._finish(job, end)
             self.ended.emit(end)
 
     def _run(self, job: Job) -> JobEnd:

@@ -58,10 +58,18 @@ VIEW_MODES = ("original", "cutout", "mask")
 EMPTY_TEXT = "Drop images or folders here, or use File ▸ Open."
 
 
-def _config_of(job: Job) -> EngineConfig | None:
-    """The engine settings a job runs with (every engine job's tag ends with them)."""
-    tag = job.tag
-    return tag[-1] if isinstance(tag, tuple) and isinstance(tag[-1], EngineConfig) else None
+def _model_key(config: EngineConfig) -> EngineConfig:
+    """What decides which model session ``config`` needs (refinement does not)."""
+    return replace(config, refine=EngineConfig.refine)
+
+
+def _stopped_reason(cause: JobEnd) -> str:
+    """Why an image did not run, when the model preparation it waited for was cancelled."""
+    config = cause.tag[-1]
+    return (
+        f"Not processed: you cancelled preparing the model {config.model}. "
+        "Reprocess (Ctrl+R) to try again."
+    )
 
 
 class MainWindow(QMainWindow):
@@ -79,9 +87,9 @@ class MainWindow(QMainWindow):
         self._paste_count = 0
         self._batch_dialog: BatchDialog | None = None
         self._batch_job: int | None = None
-        #: Why a job was cancelled by the app rather than by the user's own Cancel:
-        #: the status and text its image gets when the job's end arrives.
-        self._withdrawn: dict[int, tuple[Status, str]] = {}
+        #: Per model (and precision, providers, threads): the job that obtains and loads
+        #: it, which the work that needs the model waits for (see :meth:`_prepared`).
+        self._prepare_jobs: dict[EngineConfig, Job] = {}
 
         self.worker = Worker(self.store)
         self.engine = JobRunner("engine", self)
@@ -465,6 +473,7 @@ class MainWindow(QMainWindow):
             tag=("process", entry.item_id, config),
             on_end=self._on_process_end,
             on_progress=self._on_engine_progress,
+            after=self._prepared(config),
         )
         entry.job, entry.status, entry.error = job.id, Status.QUEUED, ""
         self.queue.changed(entry)
@@ -478,8 +487,41 @@ class MainWindow(QMainWindow):
             tag=("compare", entry.item_id, config),
             on_end=self._on_compare_end,
             on_progress=self._on_engine_progress,
+            after=self._prepared(replace(config, precision="int8")),
         )
         entry.compare_job, entry.compare_error, entry.compare_cancelled = job.id, "", False
+
+    def _prepared(self, config: EngineConfig) -> Job | None:
+        """The job that obtains and loads ``config``'s model, for work to wait on.
+
+        None when it is known to be ready. One such job per model at a time: every image
+        queued meanwhile waits for it, so a download runs once, its Cancel stops the work
+        waiting for it, and a model that cannot be had is tried once, not once per image.
+        The int8 model waits for its fp32 one (made from it).
+        """
+        key = _model_key(config)
+        job = self._prepare_jobs.get(key)
+        if job is not None and job.state in (JobState.PENDING, JobState.RUNNING):
+            return job
+        if job is not None and job.state is JobState.DONE:
+            return None
+        fp32 = self._prepared(replace(key, precision="fp32")) if key.precision == "int8" else None
+        job = self.engine.submit(
+            "prepare",
+            lambda ctx: self.worker.check_model(ctx, key),
+            tag=("prepare", None, key),
+            on_end=self._on_prepare_end,
+            on_progress=self._on_engine_progress,
+            after=fp32,
+        )
+        self._prepare_jobs[key] = job
+        return job
+
+    def _on_prepare_end(self, end: JobEnd) -> None:
+        if end.ok:
+            self.panel.refresh_model_labels()  # it may have just been downloaded
+        elif end.state is JobState.FAILED:
+            self._report_failure(end)
 
     def _on_engine_progress(self, job_id: int, payload: object) -> None:
         if isinstance(payload, Preparing):
@@ -514,45 +556,43 @@ class MainWindow(QMainWindow):
         return entry
 
     def _on_process_end(self, end: JobEnd) -> None:
-        withdrawn = self._withdrawn.pop(end.job_id, None)
         entry = self._entry_for(end, "job")
         if entry is None:
             return
+        cause = end.cause
         if end.ok:
             p = end.result
             entry.status, entry.error, entry.processed, entry.thumb = Status.DONE, "", p, p.thumb
             self.queue.keep_loaded(entry, self.current_entry())
-            self.panel.refresh_model_labels()  # a model may have just been downloaded
-        elif end.state is JobState.CANCELLED:
-            entry.status, entry.error = withdrawn or (Status.STOPPED, "Stopped before it ran.")
-            if entry.status is Status.FAILED:
-                self.queue.forget_result(entry)
-        else:
-            entry.status, entry.error = Status.FAILED, end.message
+        elif cause.state is JobState.FAILED:
+            # Its own failure, or its model's (reported once, by the model's job).
+            entry.status, entry.error = Status.FAILED, cause.message
             self.queue.forget_result(entry)  # never an old cutout under a new failure
-            self._report_failure(end)
+            if cause is end:
+                self._report_failure(end)
+        else:
+            reason = _stopped_reason(cause) if cause is not end else "Stopped before it ran."
+            entry.status, entry.error = Status.STOPPED, reason
         self.queue.changed(entry)
         if entry is self.current_entry():
             self._show_current()
         self._check_settled()
 
     def _on_compare_end(self, end: JobEnd) -> None:
-        withdrawn = self._withdrawn.pop(end.job_id, None)
         entry = self._entry_for(end, "compare_job")
         if entry is None:
             return
+        cause = end.cause
         if end.ok:
             entry.compared = end.result
             if entry.processed is not None:
                 self.queue.keep_loaded(entry, self.current_entry())
-        elif end.state is JobState.CANCELLED:
-            if withdrawn is not None and withdrawn[0] is Status.FAILED:
-                entry.compare_error = withdrawn[1]
-            else:
-                entry.compare_cancelled = True
+        elif cause.state is JobState.FAILED:
+            entry.compare_error = cause.message
+            if cause is end:
+                self._report_failure(end)
         else:
-            entry.compare_error = end.message
-            self._report_failure(end)
+            entry.compare_cancelled = True
         if entry is self.current_entry():
             self._show_current()
         self._check_settled()
@@ -561,8 +601,8 @@ class MainWindow(QMainWindow):
         """A failed job's message, where it belongs.
 
         A bad image shows in the queue only (never a dialog). A model that cannot be
-        obtained or loaded is reported once, and the queued work that would hit the
-        same wall is withdrawn with the same reason; a bug shows its traceback.
+        obtained or loaded is reported once (the work waiting for it shares the reason
+        without running); a bug shows its traceback.
         """
         if isinstance(end.error, ModelError):
             self._model_failed(end)
@@ -571,12 +611,7 @@ class MainWindow(QMainWindow):
 
     def _model_failed(self, end: JobEnd) -> None:
         config = end.tag[-1]
-        same = (config.model, config.precision)
-        for job in self.engine.jobs():
-            other = _config_of(job)
-            if job.state is JobState.PENDING and other and (other.model, other.precision) == same:
-                self._withdrawn[job.id] = (Status.FAILED, end.message)
-                self.engine.cancel(job.id)
+        self._prepare_jobs.pop(_model_key(config), None)  # the next request tries again
         message = end.message
         if config.model not in REGISTRY and self.settings.model == config.model:
             # A model file that does not load must not stay the setting: every later
@@ -588,26 +623,8 @@ class MainWindow(QMainWindow):
         show_error(self, "The model could not be used", message, end.details)
 
     def cancel_preparation(self, job_id: int) -> None:
-        """The user's Cancel on a model download (or int8 build): stop it, and withdraw the
-        queued work that would only start it again. Cancelling is not a failure."""
-        job = self.engine.job(job_id)
-        if job is None:
-            return
-        config = _config_of(job)
-        building_int8 = self.preparation.task == "quantize"
-        what = "making the int8 model" if building_int8 else "downloading the model"
-        reason = (Status.STOPPED, f"Not processed: you cancelled {what}. Reprocess to try again.")
-        for other in self.engine.jobs():
-            other_config = _config_of(other)
-            if other.id == job_id or other_config is None or config is None:
-                continue
-            if other_config.model != config.model or other.state is not JobState.PENDING:
-                continue
-            needs_int8 = other.kind == "compare" or other_config.precision == "int8"
-            if not building_int8 or needs_int8:
-                self._withdrawn[other.id] = reason
-                self.engine.cancel(other.id)
-        self._withdrawn[job_id] = reason
+        """The user's Cancel on a model download (or int8 build): that job stops, and the
+        work waiting for it ends unrun. Cancelling is not a failure: no dialog."""
         self.engine.cancel(job_id)
 
     def _check_settled(self) -> None:
@@ -841,6 +858,7 @@ class MainWindow(QMainWindow):
             tag=("batch", None, config),
             on_end=ended,
             on_progress=self._on_engine_progress,
+            after=self._prepared(config),
         )
         self._batch_job = job.id
         dialog.set_running(True)
