@@ -301,3 +301,52 @@ class cpu_load:
         for proc in self.procs:
             proc.kill()
             proc.wait()
+
+
+# --- comparing images ----------------------------------------------------------------
+
+
+def assert_masks_close(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    where: Path,
+    name: str,
+    max_mean_abs: float = 0.0,
+    min_iou: float = 1.0,
+) -> None:
+    """Compare two uint8 masks (or images) with tolerances; on failure leave them for a human.
+
+    A failing comparison writes ``NAME-actual.png``, ``NAME-expected.png`` and
+    ``NAME-diff.png`` (|difference| as a heatmap) into ``where`` and names them in the
+    assertion message.
+    """
+    from bgremover.metrics import iou, mean_abs_diff
+    from bgremover.report import heatmap, mask_difference
+
+    problems = []
+    if actual.shape != expected.shape:
+        problems.append(f"shape {actual.shape} != {expected.shape}")
+    else:
+        mean = mean_abs_diff(actual, expected)
+        if mean > max_mean_abs:
+            problems.append(f"mean |Δ| {mean:.5f} > {max_mean_abs:.5f}")
+        if actual.ndim == 2:
+            agreement = iou(actual, expected)
+            if agreement < min_iou:
+                problems.append(f"IoU {agreement:.4f} < {min_iou:.4f}")
+    if not problems:
+        return
+    from PIL import Image
+
+    where.mkdir(parents=True, exist_ok=True)
+    files = []
+    for label, pixels in (("actual", actual), ("expected", expected)):
+        path = where / f"{name}-{label}.png"
+        Image.fromarray(pixels).save(path)
+        files.append(path)
+    if actual.shape == expected.shape:
+        diff = mask_difference(actual, expected)
+        path = where / f"{name}-diff.png"
+        Image.fromarray(heatmap(diff if diff.ndim == 2 else diff.max(axis=2))).save(path)
+        files.append(path)
+    raise AssertionError(f"{name}: {'; '.join(problems)}; see {', '.join(map(str, files))}")

@@ -94,3 +94,19 @@ def test_streamed_png_equals_the_whole_composite(tmp_path, options: ComposeOptio
     size = write_output(rgb, alpha, options, out, "png")
     assert size == out.stat().st_size
     np.testing.assert_array_equal(np.asarray(Image.open(out)), whole)
+
+
+def test_a_failed_image_comparison_leaves_the_images(tmp_path) -> None:
+    from conftest import assert_masks_close
+
+    empty = np.zeros((8, 8), np.uint8)
+    square = empty.copy()
+    square[2:6, 2:6] = 255
+    assert_masks_close(square, square.copy(), tmp_path, "same")  # equal: nothing written
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(AssertionError, match=r"IoU 0\.0000 < 1\.0000.*square-diff\.png"):
+        assert_masks_close(empty, square, tmp_path, "square", max_mean_abs=1.0)
+    written = {p.name: np.asarray(Image.open(p)) for p in tmp_path.iterdir()}
+    assert set(written) == {"square-actual.png", "square-expected.png", "square-diff.png"}
+    assert (written["square-expected.png"] == square).all()
+    assert written["square-diff.png"].shape == (8, 8, 3)

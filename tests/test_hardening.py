@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -98,9 +98,44 @@ def test_symlink_loops_are_not_followed(tmp_path: Path, tiny_model: Path) -> Non
     assert [p.name for p in (tmp_path / "out").rglob("*.png")] == ["a.png"]
 
 
+class BatchRun:
+    """`bgremover remove` in a subprocess whose progress the test follows as it happens."""
+
+    def __init__(self, cmd: list[str], out: Path) -> None:
+        self.out = out
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.done_lines = 0  # one INFO line per image written ("SRC -> OUT")
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            if b" -> " in line:
+                self.done_lines += 1
+
+    def writing(self) -> bool:
+        """An output is being written right now (its temporary file exists)."""
+        return self.out.exists() and any(self.out.rglob(f"*{TEMP_SUFFIX}"))
+
+    def kill_when(self, moment) -> str | None:
+        """SIGKILL the batch at the first moment ``moment()`` names one; None if it ended."""
+        while self.proc.poll() is None:
+            if seen := moment():
+                self.proc.send_signal(signal.SIGKILL)
+                self.proc.wait()
+                self.reader.join()
+                return seen
+            time.sleep(0.001)
+        self.reader.join()
+        return None
+
+
 @pytest.mark.model
 def test_killed_batches_resume_to_the_same_result(tmp_path: Path, u2netp_path: Path) -> None:
-    """SIGKILL a batch at random moments, five times; the rerun completes it identically."""
+    """SIGKILL a batch five times, at moments read from its own progress: while an output
+    is being written, and right after an image is reported done with others in flight.
+    The rerun completes it exactly as an uninterrupted run does."""
     src = tmp_path / "in"
     src.mkdir()
     photos = [SAMPLE, *sorted(DATA.glob("*.png")), *sorted(DATA.glob("*.jpg"))]
@@ -111,20 +146,29 @@ def test_killed_batches_resume_to_the_same_result(tmp_path: Path, u2netp_path: P
     run_cli("remove", str(src), "-o", str(reference), "-q", check=True)
 
     out = tmp_path / "out"
-    rng = random.Random(1234)
-    cmd = [sys.executable, "-m", "bgremover", "remove", str(src), "-o", str(out), "-q"]
-    for _ in range(5):
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(1.0, 4.0))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    cmd = [sys.executable, "-m", "bgremover", "-v", "remove", str(src), "-o", str(out), "-q"]
+    kills = []
+    for attempt in range(5):
+        run = BatchRun(cmd, out)
+        if attempt % 2 == 0:  # while a file is half-written (or, failing that, once 2 are done)
+            kills.append(
+                run.kill_when(
+                    lambda run=run: "mid-write" if run.writing()
+                    else "after an image" if run.done_lines >= 2 else None
+                )
+            )  # fmt: skip
+        else:
+            kills.append(run.kill_when(lambda run=run: run.done_lines >= 1 and "after an image"))
+        assert kills[-1], "the batch finished before it could be killed"
         # Only complete images (a hidden temporary file may remain; the next run removes it).
         for path in out.rglob("*") if out.exists() else []:
             if path.is_file() and not path.name.endswith(TEMP_SUFFIX):
                 with Image.open(path) as img:
                     img.load()
+    assert kills.count("after an image") >= 2, kills
     run_cli("remove", str(src), "-o", str(out), "-q", check=True)
     assert outputs(out) == outputs(reference)
+    assert not list(out.rglob(f"*{TEMP_SUFFIX}"))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

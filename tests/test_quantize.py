@@ -87,7 +87,7 @@ def test_fidelity_metrics() -> None:
 
 
 @pytest.mark.model
-def test_compare_command(tmp_path: Path, u2netp_path: Path) -> None:
+def test_compare_command(tmp_path: Path, u2netp_int8_path: Path) -> None:
     proc = run_cli("compare", str(SAMPLE), "-o", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     sheet = Image.open(tmp_path / "sample.png")
@@ -100,7 +100,7 @@ def test_compare_command(tmp_path: Path, u2netp_path: Path) -> None:
 
 
 @pytest.mark.model
-def test_bench_and_models_list_show_int8(u2netp_path: Path) -> None:
+def test_bench_and_models_list_show_int8(u2netp_int8_path: Path) -> None:
     proc = run_cli("bench", "--runs", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
@@ -142,7 +142,7 @@ def test_faithful_rewrite_keeps_fp32_output(tmp_path: Path, u2netp_path: Path) -
 
 
 @pytest.mark.model
-def test_faithful_int8_agrees_with_fp32_on_real_photos(u2netp_path: Path) -> None:
+def test_faithful_int8_agrees_with_fp32_on_real_photos(u2netp_int8_path: Path) -> None:
     fp32 = Remover("u2netp", refine=False)
     int8 = Remover("u2netp", precision="int8", refine=False)
     ious = []

@@ -8,9 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bgremover.metrics import iou, mean_abs_diff
-
-from conftest import SAMPLE, real_photos
+from conftest import SAMPLE, assert_masks_close, real_photos
 
 pytestmark = pytest.mark.model
 
@@ -26,7 +24,9 @@ def test_sample_portrait_is_cut_out(u2netp_remover) -> None:
     assert (cut[result.alpha == 0] == 0).all()
 
 
-def test_masks_agree_with_rembg(u2netp_remover, u2netp_path: Path, monkeypatch) -> None:
+def test_masks_agree_with_rembg(
+    u2netp_remover, u2netp_path: Path, monkeypatch, tmp_path: Path
+) -> None:
     """Parity with rembg 2.0.86 + u2netp (same weights file): |Δα| <= 2/255, IoU >= 0.99."""
     monkeypatch.setenv("U2NET_HOME", str(u2netp_path.parent))  # rembg must not download
     rembg = pytest.importorskip("rembg")
@@ -34,9 +34,7 @@ def test_masks_agree_with_rembg(u2netp_remover, u2netp_path: Path, monkeypatch) 
     for photo in real_photos():
         theirs = np.asarray(rembg.remove(Image.open(photo), session=session, only_mask=True))
         ours = u2netp_remover.remove(photo).mask
-        assert ours.shape == theirs.shape, photo.name
-        assert mean_abs_diff(ours, theirs) <= 2 / 255, photo.name
-        assert iou(ours, theirs) >= 0.99, photo.name
+        assert_masks_close(ours, theirs, tmp_path, photo.stem, max_mean_abs=2 / 255, min_iou=0.99)
 
 
 def test_exif_rotated_photo_gives_rotated_mask(u2netp_remover, tmp_path: Path) -> None:
@@ -48,8 +46,7 @@ def test_exif_rotated_photo_gives_rotated_mask(u2netp_remover, tmp_path: Path) -
         rotated_file, exif=exif, quality=95
     )
     mask = u2netp_remover.remove(rotated_file).mask
-    assert mask.shape == upright.shape
-    assert iou(mask, upright) > 0.97
+    assert_masks_close(mask, upright, tmp_path, "rotated", max_mean_abs=0.02, min_iou=0.97)
 
 
 def test_every_test_photo_has_a_subject(u2netp_remover) -> None:
