@@ -231,8 +231,11 @@ def test_one_session_per_model_and_old_ones_are_released(qtbot, tmp_path, window
 # 7 ----------------------------------------------------------------------------------
 def test_a_bad_file_never_opens_a_dialog_even_at_start_under_load(qtbot, tmp_path, u2netp_path):
     """On a busy machine a modal box about a broken file appeared before the window, and
-    the window never came. A bad file is shown in the queue; no dialog opens at all."""
-    folder = photo_folder(tmp_path / "in", 8)
+    the window never came. A bad file is shown in the queue; no dialog opens at all.
+
+    The folder's name holds the word "models": the box used to be chosen by whether an
+    error's text said "model", and a file's path is part of its error."""
+    folder = photo_folder(tmp_path / "test models" / "in", 8)
     (folder / "broken.jpg").write_text("this is a text file, not a photo")
     with cpu_load(2):
         window = make_window(qtbot)

@@ -1,12 +1,15 @@
-"""Longest stall of the GUI thread while the app processes 20 images.
+"""Longest stall of the GUI thread while the app processes (and saves) 20 images.
 
-    python tests/benchmarks/gui_stall.py FOLDER [--count 20]
+    python tests/benchmarks/gui_stall.py FOLDER [--count 20] [--no-save]
 
 A 5 ms QTimer ticks on the GUI thread; the largest gap between two ticks,
 minus the interval, is the longest time the GUI could not respond. Measured
-twice: 20 images dropped into the queue (results, thumbnails and the viewer
-update on the GUI thread) and a 20-image batch through the batch dialog.
-Runs offscreen; settings are isolated in a temporary folder.
+twice: 20 images dropped into the queue, each saved through the app's Save as
+soon as its result arrives (results, thumbnails and the viewer update on the
+GUI thread; the PNGs are written on the output thread), and a 20-image batch
+through the batch dialog. Runs offscreen; settings and outputs go to a
+temporary folder. For camera-size photos:
+``../shared/tools/make_camera_set.py ../shared/data/photos DST``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import QSettings, QTimer
 
+from bgremover.gui.queue import Status
 from bgremover.gui.window import MainWindow, application
 from bgremover.imaging import walk_images
 
@@ -61,6 +65,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--count", type=int, default=20)
+    parser.add_argument("--no-save", action="store_true", help="do not save the results")
     args = parser.parse_args()
     images = walk_images(args.folder)[: args.count]
     if len(images) < args.count:
@@ -75,14 +80,33 @@ def main() -> int:
     try:
         # Warm up: the session is created (and the model obtained) before measuring.
         window.add_paths(images[:1])
-        wait_for(app, lambda: all(e.status in ("done", "failed") for e in window.entries.values()))
+        wait_for(
+            app,
+            lambda: all(e.status in (Status.DONE, Status.FAILED) for e in window.queue.entries()),
+        )
         window.clear_queue()
 
+        saved_dir = tmp / "saved"
+        saves: list = []
+
+        def save_when_done(end) -> None:  # what a user saving each result does
+            entry = window.queue.get(end.tag[1]) if end.kind == "process" else None
+            if not args.no_save and entry is not None and entry.processed is not None:
+                saves.append(window.save_result(entry, saved_dir / f"{entry.item_id:03d}.png"))
+
+        window.engine.ended.connect(save_when_done)
         meter.start()
         start = time.perf_counter()
         window.add_paths(images)
-        wait_for(app, lambda: all(e.status in ("done", "failed") for e in window.entries.values()))
+        wait_for(
+            app,
+            lambda: (
+                all(e.status in (Status.DONE, Status.FAILED) for e in window.queue.entries())
+                and not window.output.busy()
+            ),
+        )
         queue_time, queue_stall = time.perf_counter() - start, meter.worst
+        saved = len(list(saved_dir.glob("*.png"))) if saved_dir.exists() else 0
 
         batch_in = tmp / "in"
         batch_in.mkdir()
@@ -101,7 +125,10 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
     print(f"{len(images)} images from {args.folder}")
-    print(f"queue: {queue_time:.1f} s, longest GUI-thread stall {1000 * queue_stall:.0f} ms")
+    print(
+        f"queue: {queue_time:.1f} s, {saved} saved, longest GUI-thread stall "
+        f"{1000 * queue_stall:.0f} ms"
+    )
     print(f"batch: {batch_time:.1f} s, longest GUI-thread stall {1000 * batch_stall:.0f} ms")
     return 0
 
