@@ -101,6 +101,8 @@ class QueueModel(QAbstractListModel):
         #: Ids of entries whose full-size result is in memory, least recently used first.
         self._loaded: dict[int, None] = {}
         self._next_id = 1
+        #: The entry on screen, whose result the memory policy always keeps.
+        self.current: QueueEntry | None = None
 
     # -- Qt's model interface ----------------------------------------------------
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
@@ -137,6 +139,8 @@ class QueueModel(QAbstractListModel):
         return entry
 
     def remove(self, entry: QueueEntry) -> None:
+        if entry is self.current:
+            self.current = None
         row = self._rows.index(entry)
         self.beginRemoveRows(QModelIndex(), row, row)
         del self._rows[row]
@@ -145,6 +149,7 @@ class QueueModel(QAbstractListModel):
         self.endRemoveRows()
 
     def clear(self) -> None:
+        self.current = None
         self.beginResetModel()
         self._rows.clear()
         self._by_id.clear()
@@ -173,7 +178,7 @@ class QueueModel(QAbstractListModel):
             self.dataChanged.emit(index, index)
 
     # -- the memory policy -----------------------------------------------------------
-    def keep_loaded(self, entry: QueueEntry, current: QueueEntry | None) -> None:
+    def keep_loaded(self, entry: QueueEntry) -> None:
         """Mark ``entry``'s result as the most recently used; drop the oldest over budget.
 
         A dropped entry keeps its thumbnail, its status and the user's edits: only the
@@ -187,7 +192,7 @@ class QueueModel(QAbstractListModel):
             if held <= RESULT_CACHE_PIXELS:
                 break
             old = self._by_id.get(item_id)
-            if old is None or old is current or old is entry:
+            if old is None or old is self.current or old is entry:
                 continue
             held -= old.pixels()
             old.processed, old.compared = None, None

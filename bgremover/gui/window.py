@@ -40,36 +40,22 @@ from ..errors import BgRemoverError, ModelError
 from ..imaging import IMAGE_EXTENSIONS, LoadedImage, from_array, walk_images
 from ..models import DEFAULT_MODEL, REGISTRY, ModelStore
 from ..output import FORMATS, format_for_path
-from ..pipeline import EngineConfig
 from .compare import ComparisonView
 from .dialogs import BatchDialog, show_error
 from .imageconv import qimage_to_rgba
 from .jobs import Job, JobEnd, JobRunner, JobState
 from .queue import QueueEntry, QueueModel, Status
+from .queue_jobs import QueueJobs
 from .settings import Settings, load_settings, save_settings
 from .settings_panel import SettingsPanel
 from .status import LogToStatusBar, PreparationBar
 from .views import ImageView
-from .worker import BatchProgress, BatchRequest, Preparing, Worker, composed_image, save
+from .worker import BatchProgress, BatchRequest, Worker, composed_image, save
 
 log = logging.getLogger(__name__)
 
 VIEW_MODES = ("original", "cutout", "mask")
 EMPTY_TEXT = "Drop images or folders here, or use File ▸ Open."
-
-
-def _model_key(config: EngineConfig) -> EngineConfig:
-    """What decides which model session ``config`` needs (refinement does not)."""
-    return replace(config, refine=EngineConfig.refine)
-
-
-def _stopped_reason(cause: JobEnd) -> str:
-    """Why an image did not run, when the model preparation it waited for was cancelled."""
-    config = cause.tag[-1]
-    return (
-        f"Not processed: you cancelled preparing the model {config.model}. "
-        "Reprocess (Ctrl+R) to try again."
-    )
 
 
 class MainWindow(QMainWindow):
@@ -87,15 +73,15 @@ class MainWindow(QMainWindow):
         self._paste_count = 0
         self._batch_dialog: BatchDialog | None = None
         self._batch_job: int | None = None
-        #: Per model (and precision, providers, threads): the job that obtains and loads
-        #: it, which the work that needs the model waits for (see :meth:`_prepared`).
-        self._prepare_jobs: dict[EngineConfig, Job] = {}
 
         self.worker = Worker(self.store)
         self.engine = JobRunner("engine", self)
         self.output = JobRunner("output", self)
-        self.engine.started.connect(self._on_engine_started)
-        self.engine.ended.connect(self._on_engine_ended)
+        self.jobs = QueueJobs(self.queue, self.worker, self.engine, lambda: self.settings.engine())
+        self.jobs.changed.connect(self._on_entry_changed)
+        self.jobs.settled.connect(self.settled)
+        self.jobs.failed.connect(self._report_failure)
+        self.jobs.prepared.connect(lambda _: self.panel.refresh_model_labels())
 
         self._build_central()
         self._build_settings_dock()
@@ -176,6 +162,9 @@ class MainWindow(QMainWindow):
     def _build_status_bar(self) -> None:
         self.preparation = PreparationBar()
         self.preparation.cancelRequested.connect(self.cancel_preparation)
+        self.jobs.preparing.connect(self.preparation.show_progress)
+        # Whichever way a job ends, its model preparation is no longer shown.
+        self.engine.ended.connect(lambda end: self.preparation.finish(end.job_id))
         self.statusBar().addPermanentWidget(self.preparation)
         self.provider_label = QLabel("")
         self.statusBar().addPermanentWidget(self.provider_label)
@@ -288,15 +277,8 @@ class MainWindow(QMainWindow):
         if self.settings.engine() == engine_before:
             return
         # Images still waiting run with the new settings; finished ones keep theirs until
-        # Reprocess. Comparisons depend on the model: made again when shown.
-        for entry in self.queue.entries():
-            job = self.engine.job(entry.job) if entry.job is not None else None
-            if job is not None and job.state is JobState.PENDING:
-                self._process(entry)
-            if entry.compare_job is not None:
-                self.engine.cancel(entry.compare_job)
-                entry.compare_job = None
-            entry.compared = None
+        # Reprocess.
+        self.jobs.requeue_waiting()
         self.statusBar().showMessage(
             "Settings changed: queued images use them; Reprocess (Ctrl+R) applies them to "
             "finished ones.",
@@ -347,7 +329,7 @@ class MainWindow(QMainWindow):
             lambda ctx: self.worker.check_model(ctx, config),
             tag=("check", None, config),
             on_end=ended,
-            on_progress=self._on_engine_progress,
+            on_progress=self.jobs.report_progress,
         )
 
     # ------------------------------------------------------------------ input
@@ -365,7 +347,7 @@ class MainWindow(QMainWindow):
 
     def _enqueue(self, source: Path | LoadedImage, name: str) -> QueueEntry:
         entry = self.queue.add(source, name)
-        self._process(entry)
+        self.jobs.process(entry)
         if not self.queue_view.currentIndex().isValid():
             self.select(entry)
         self._update_enabled()
@@ -426,192 +408,43 @@ class MainWindow(QMainWindow):
     def select(self, entry: QueueEntry) -> None:
         self.queue_view.setCurrentIndex(self.queue.index_of(entry))
 
-    def _stop_jobs_of(self, entry: QueueEntry) -> None:
-        """Cancel the engine jobs working for ``entry`` (queued ones are withdrawn)."""
-        for job_id in (entry.job, entry.compare_job):
-            if job_id is not None:
-                self.engine.cancel(job_id)
-        entry.job = entry.compare_job = None
-
     def remove_selected(self) -> None:
         entry = self.current_entry()
         if entry is None:
             return
-        self._stop_jobs_of(entry)
+        self.jobs.stop(entry)
         self.queue.remove(entry)
         self._on_selection()
-        self._check_settled()
+        self.jobs.check_settled()
 
     def clear_queue(self) -> None:
         for entry in self.queue.entries():
-            self._stop_jobs_of(entry)
+            self.jobs.stop(entry)
         self.queue.clear()
         self._on_selection()
-        self._check_settled()
+        self.jobs.check_settled()
 
     def reprocess(self) -> None:
         """Every image again with the current settings (the one way finished ones change)."""
-        for entry in self.queue.entries():
-            if entry.compare_job is not None:
-                self.engine.cancel(entry.compare_job)
-                entry.compare_job = None
-            entry.compared, entry.compare_error, entry.compare_cancelled = None, "", False
-            self._process(entry)
+        self.jobs.reprocess()
         self._request_current()
         self._show_current()
 
-    # ------------------------------------------------------------------ jobs
-    def _process(self, entry: QueueEntry) -> None:
-        """(Re)make ``entry``'s result on the engine thread; a job already queued is replaced."""
-        if entry.job is not None:
-            self.engine.cancel(entry.job)
-        config = self.settings.engine()
-        source = entry.source
-        job = self.engine.submit(
-            "process",
-            lambda ctx: self.worker.process(ctx, source, config),
-            tag=("process", entry.item_id, config),
-            on_end=self._on_process_end,
-            on_progress=self._on_engine_progress,
-            after=self._prepared(config),
-        )
-        entry.job, entry.status, entry.error = job.id, Status.QUEUED, ""
-        self.queue.changed(entry)
-
-    def _compare(self, entry: QueueEntry) -> None:
-        config = self.settings.engine()
-        source = entry.source
-        job = self.engine.submit(
-            "compare",
-            lambda ctx: self.worker.compare(ctx, source, config),
-            tag=("compare", entry.item_id, config),
-            on_end=self._on_compare_end,
-            on_progress=self._on_engine_progress,
-            after=self._prepared(replace(config, precision="int8")),
-        )
-        entry.compare_job, entry.compare_error, entry.compare_cancelled = job.id, "", False
-
-    def _prepared(self, config: EngineConfig) -> Job | None:
-        """The job that obtains and loads ``config``'s model, for work to wait on.
-
-        None when it is known to be ready. One such job per model at a time: every image
-        queued meanwhile waits for it, so a download runs once, its Cancel stops the work
-        waiting for it, and a model that cannot be had is tried once, not once per image.
-        The int8 model waits for its fp32 one (made from it).
-        """
-        key = _model_key(config)
-        job = self._prepare_jobs.get(key)
-        if job is not None and job.state in (JobState.PENDING, JobState.RUNNING):
-            return job
-        if job is not None and job.state is JobState.DONE:
-            return None
-        fp32 = self._prepared(replace(key, precision="fp32")) if key.precision == "int8" else None
-        job = self.engine.submit(
-            "prepare",
-            lambda ctx: self.worker.check_model(ctx, key),
-            tag=("prepare", None, key),
-            on_end=self._on_prepare_end,
-            on_progress=self._on_engine_progress,
-            after=fp32,
-        )
-        self._prepare_jobs[key] = job
-        return job
-
-    def _on_prepare_end(self, end: JobEnd) -> None:
-        if end.ok:
-            self.panel.refresh_model_labels()  # it may have just been downloaded
-        elif end.state is JobState.FAILED:
-            self._report_failure(end)
-
-    def _on_engine_progress(self, job_id: int, payload: object) -> None:
-        if isinstance(payload, Preparing):
-            self.preparation.show_progress(job_id, payload)
-        elif isinstance(payload, BatchProgress) and self._batch_dialog is not None:
-            if payload.kind == "started":  # the folders were accepted: remember them
-                self._apply(
-                    last_folder=self._batch_dialog.input_edit.text().strip(),
-                    last_output_folder=self._batch_dialog.output_edit.text().strip(),
-                )
-            self._batch_dialog.on_progress(payload)
-
-    def _on_engine_started(self, job: Job) -> None:
-        if job.kind != "process":
-            return
-        entry = self.queue.get(job.tag[1])
-        if entry is not None and entry.job == job.id:
-            entry.status = Status.PROCESSING
-            self.queue.changed(entry)
-            if entry is self.current_entry():
-                self._show_current()
-
-    def _on_engine_ended(self, end: JobEnd) -> None:
-        self.preparation.finish(end.job_id)  # whichever way it ended
-
-    def _entry_for(self, end: JobEnd, attr: str) -> QueueEntry | None:
-        """The entry a job's end is for, if that job is still the one it waits on."""
-        entry = self.queue.get(end.tag[1])
-        if entry is None or getattr(entry, attr) != end.job_id:
-            return None  # removed from the queue, or superseded by newer work
-        setattr(entry, attr, None)
-        return entry
-
-    def _on_process_end(self, end: JobEnd) -> None:
-        entry = self._entry_for(end, "job")
-        if entry is None:
-            return
-        cause = end.cause
-        if end.ok:
-            p = end.result
-            entry.status, entry.error, entry.processed, entry.thumb = Status.DONE, "", p, p.thumb
-            self.queue.keep_loaded(entry, self.current_entry())
-        elif cause.state is JobState.FAILED:
-            # Its own failure, or its model's (reported once, by the model's job).
-            entry.status, entry.error = Status.FAILED, cause.message
-            self.queue.forget_result(entry)  # never an old cutout under a new failure
-            if cause is end:
-                self._report_failure(end)
-        else:
-            reason = _stopped_reason(cause) if cause is not end else "Stopped before it ran."
-            entry.status, entry.error = Status.STOPPED, reason
-        self.queue.changed(entry)
+    # ------------------------------------------------------------------ job ends
+    def _on_entry_changed(self, entry: QueueEntry) -> None:
         if entry is self.current_entry():
             self._show_current()
-        self._check_settled()
-
-    def _on_compare_end(self, end: JobEnd) -> None:
-        entry = self._entry_for(end, "compare_job")
-        if entry is None:
-            return
-        cause = end.cause
-        if end.ok:
-            entry.compared = end.result
-            if entry.processed is not None:
-                self.queue.keep_loaded(entry, self.current_entry())
-        elif cause.state is JobState.FAILED:
-            entry.compare_error = cause.message
-            if cause is end:
-                self._report_failure(end)
-        else:
-            entry.compare_cancelled = True
-        if entry is self.current_entry():
-            self._show_current()
-        self._check_settled()
 
     def _report_failure(self, end: JobEnd) -> None:
-        """A failed job's message, where it belongs.
+        """What the user must hear of beyond the queue (a bad image only shows there).
 
-        A bad image shows in the queue only (never a dialog). A model that cannot be
-        obtained or loaded is reported once (the work waiting for it shares the reason
-        without running); a bug shows its traceback.
+        A model that cannot be obtained or loaded: once, however many images waited for
+        it. A bug: with its traceback behind Show Details.
         """
-        if isinstance(end.error, ModelError):
-            self._model_failed(end)
-        elif end.details:
+        if not isinstance(end.error, ModelError):
             show_error(self, "bgremover", end.message, end.details)
-
-    def _model_failed(self, end: JobEnd) -> None:
+            return
         config = end.tag[-1]
-        self._prepare_jobs.pop(_model_key(config), None)  # the next request tries again
         message = end.message
         if config.model not in REGISTRY and self.settings.model == config.model:
             # A model file that does not load must not stay the setting: every later
@@ -627,17 +460,10 @@ class MainWindow(QMainWindow):
         work waiting for it ends unrun. Cancelling is not a failure: no dialog."""
         self.engine.cancel(job_id)
 
-    def _check_settled(self) -> None:
-        busy = any(
-            e.status in (Status.QUEUED, Status.PROCESSING) or e.compare_job is not None
-            for e in self.queue.entries()
-        )
-        if not busy:
-            self.settled.emit()
-
     # ------------------------------------------------------------------ display
     def _on_selection(self) -> None:
         """The user looks at another image or tab: start what it needs, then show it."""
+        self.queue.current = self.current_entry()
         self._request_current()
         self._show_current()
 
@@ -657,7 +483,7 @@ class MainWindow(QMainWindow):
         if entry is None:
             return
         if entry.unloaded and entry.job is None:
-            self._process(entry)  # its result was dropped to bound memory: remake it
+            self.jobs.process(entry)  # its result was dropped to bound memory: remake it
         if (
             self.tabs.currentWidget() is self.compare
             and entry.compared is None
@@ -665,7 +491,7 @@ class MainWindow(QMainWindow):
             and entry.status is not Status.FAILED
             and not entry.compare_error
         ):
-            self._compare(entry)
+            self.jobs.compare(entry)
 
     def set_view_mode(self, mode: str) -> None:
         self.view_mode = mode
@@ -685,7 +511,7 @@ class MainWindow(QMainWindow):
             return
         p = entry.processed
         if p is not None:
-            self.queue.keep_loaded(entry, entry)
+            self.queue.keep_loaded(entry)
             image = {"original": p.original, "cutout": p.cutout, "mask": p.mask}[self.view_mode]
             self.viewer.set_image(image)
             r = p.result
@@ -846,6 +672,14 @@ class MainWindow(QMainWindow):
         config = self.settings.engine()
         request = BatchRequest((src,), dst, config, options, self.settings.output_format, overwrite)
 
+        def progress(job_id: int, payload: object) -> None:
+            if isinstance(payload, BatchProgress):
+                if payload.kind == "started":  # the folders were accepted: remember them
+                    self._apply(last_folder=str(src), last_output_folder=str(dst))
+                dialog.on_progress(payload)
+            else:
+                self.jobs.report_progress(job_id, payload)
+
         def ended(end: JobEnd) -> None:
             self._batch_job = None
             dialog.on_end(end)
@@ -857,8 +691,8 @@ class MainWindow(QMainWindow):
             lambda ctx: self.worker.batch(ctx, request),
             tag=("batch", None, config),
             on_end=ended,
-            on_progress=self._on_engine_progress,
-            after=self._prepared(config),
+            on_progress=progress,
+            after=self.jobs.prepare(config),
         )
         self._batch_job = job.id
         dialog.set_running(True)

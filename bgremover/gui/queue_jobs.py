@@ -1,0 +1,240 @@
+"""The engine work behind the queue: which jobs each image needs, and what their ends mean.
+
+:class:`QueueJobs` submits an image's cut-out and comparison to the engine
+runner, each waiting for the one job that obtains and loads the model it needs,
+and turns every job's end into the image's state in the :class:`QueueModel`.
+It holds no widgets: the window listens to its signals and redraws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from ..errors import ModelError
+from ..pipeline import EngineConfig
+from .jobs import Job, JobEnd, JobRunner, JobState
+from .queue import QueueEntry, QueueModel, Status
+from .worker import Preparing, Worker
+
+
+def model_key(config: EngineConfig) -> EngineConfig:
+    """What decides which model session ``config`` needs (refinement does not)."""
+    return replace(config, refine=EngineConfig.refine)
+
+
+class QueueJobs(QObject):
+    """Each image's jobs on the engine thread, and their ends applied to the queue."""
+
+    #: An image's status, result or comparison changed.
+    changed = Signal(object)  # QueueEntry
+    #: Every queued image (and every comparison asked for) has finished.
+    settled = Signal()
+    #: A job failed in a way the user must hear of beyond the queue: a model that cannot
+    #: be obtained or loaded (once, not once per image), or a bug (with its traceback).
+    failed = Signal(object)  # JobEnd
+    #: A job is obtaining a model (download) or making its int8 version.
+    preparing = Signal(int, object)  # job id, Preparing
+    #: A model was prepared: it may just have been downloaded.
+    prepared = Signal(object)  # EngineConfig
+
+    def __init__(
+        self,
+        queue: QueueModel,
+        worker: Worker,
+        engine: JobRunner,
+        settings: Callable[[], EngineConfig],
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.queue = queue
+        self.worker = worker
+        self.engine = engine
+        self._settings = settings
+        #: Per model (and precision, providers, threads): the job that obtains and loads
+        #: it, which the work that needs the model waits for (see :meth:`prepare`).
+        self._prepare_jobs: dict[EngineConfig, Job] = {}
+        engine.started.connect(self._on_started)
+
+    # -- submitting ----------------------------------------------------------------
+    def process(self, entry: QueueEntry) -> None:
+        """(Re)make ``entry``'s result with the current settings; its queued job is replaced."""
+        if entry.job is not None:
+            self.engine.cancel(entry.job)
+        config = self._settings()
+        job = self._submit("process", entry, self.worker.process, self._on_process_end, config)
+        entry.job, entry.status, entry.error = job.id, Status.QUEUED, ""
+        self.queue.changed(entry)
+
+    def compare(self, entry: QueueEntry) -> None:
+        """Compare fp32 and int8 for ``entry``."""
+        needs = replace(self._settings(), precision="int8")  # which needs the fp32 one too
+        job = self._submit("compare", entry, self.worker.compare, self._on_compare_end, needs)
+        entry.compare_job, entry.compare_error, entry.compare_cancelled = job.id, "", False
+
+    def _submit(self, kind: str, entry: QueueEntry, body, on_end, needs: EngineConfig) -> Job:
+        """``body(ctx, source, settings)`` for ``entry``, after ``needs``' model is ready."""
+        config, source = self._settings(), entry.source
+        return self.engine.submit(
+            kind,
+            lambda ctx: body(ctx, source, config),
+            tag=(kind, entry.item_id, config),
+            on_end=on_end,
+            on_progress=self.report_progress,
+            after=self.prepare(needs),
+        )
+
+    def prepare(self, config: EngineConfig) -> Job | None:
+        """The job that obtains and loads ``config``'s model, for work to wait on.
+
+        None when it is known to be ready. One such job per model at a time: every image
+        queued meanwhile waits for it, so a download runs once, its Cancel stops the work
+        waiting for it, and a model that cannot be had is tried once, not once per image.
+        The int8 model waits for its fp32 one (made from it).
+        """
+        key = model_key(config)
+        job = self._prepare_jobs.get(key)
+        if job is not None and job.state in (JobState.PENDING, JobState.RUNNING):
+            return job
+        if job is not None and job.state is JobState.DONE:
+            return None
+        fp32 = self.prepare(replace(key, precision="fp32")) if key.precision == "int8" else None
+        job = self.engine.submit(
+            "prepare",
+            lambda ctx: self.worker.check_model(ctx, key),
+            tag=("prepare", None, key),
+            on_end=self._on_prepare_end,
+            on_progress=self.report_progress,
+            after=fp32,
+        )
+        self._prepare_jobs[key] = job
+        return job
+
+    def forget_model(self, config: EngineConfig) -> None:
+        """The model of ``config`` failed: the next work that needs it prepares it again."""
+        self._prepare_jobs.pop(model_key(config), None)
+
+    def requeue_waiting(self) -> None:
+        """Images still waiting run with the settings as they are now (they just changed).
+
+        Comparisons depend on the model: those running or done are dropped, to be made
+        again when shown.
+        """
+        for entry in self.queue.entries():
+            job = self.engine.job(entry.job) if entry.job is not None else None
+            if job is not None and job.state is JobState.PENDING:
+                self.process(entry)
+            if entry.compare_job is not None:
+                self.engine.cancel(entry.compare_job)
+                entry.compare_job = None
+            entry.compared = None
+
+    def reprocess(self) -> None:
+        """Every image again with the current settings; comparisons made again when shown."""
+        for entry in self.queue.entries():
+            if entry.compare_job is not None:
+                self.engine.cancel(entry.compare_job)
+                entry.compare_job = None
+            entry.compared, entry.compare_error, entry.compare_cancelled = None, "", False
+            self.process(entry)
+
+    def stop(self, entry: QueueEntry) -> None:
+        """Cancel the work for ``entry`` (queued jobs are withdrawn, a running one stops)."""
+        for job_id in (entry.job, entry.compare_job):
+            if job_id is not None:
+                self.engine.cancel(job_id)
+        entry.job = entry.compare_job = None
+
+    def check_settled(self) -> None:
+        busy = any(
+            e.status in (Status.QUEUED, Status.PROCESSING) or e.compare_job is not None
+            for e in self.queue.entries()
+        )
+        if not busy:
+            self.settled.emit()
+
+    # -- ends ------------------------------------------------------------------------
+    def report_progress(self, job_id: int, payload: Any) -> None:
+        if isinstance(payload, Preparing):
+            self.preparing.emit(job_id, payload)
+
+    def _on_started(self, job: Job) -> None:
+        if job.kind != "process":
+            return
+        entry = self.queue.get(job.tag[1])
+        if entry is not None and entry.job == job.id:
+            entry.status = Status.PROCESSING
+            self.queue.changed(entry)
+            self.changed.emit(entry)
+
+    def _on_prepare_end(self, end: JobEnd) -> None:
+        if end.ok:
+            self.prepared.emit(end.tag[-1])
+        elif end.state is JobState.FAILED:
+            self.forget_model(end.tag[-1])
+            self.failed.emit(end)
+
+    def _entry_for(self, end: JobEnd, attr: str) -> QueueEntry | None:
+        """The entry a job's end is for, if that job is still the one it waits on."""
+        entry = self.queue.get(end.tag[1])
+        if entry is None or getattr(entry, attr) != end.job_id:
+            return None  # removed from the queue, or superseded by newer work
+        setattr(entry, attr, None)
+        return entry
+
+    def _on_process_end(self, end: JobEnd) -> None:
+        entry = self._entry_for(end, "job")
+        if entry is None:
+            return
+        cause = end.cause
+        if end.ok:
+            p = end.result
+            entry.status, entry.error, entry.processed, entry.thumb = Status.DONE, "", p, p.thumb
+            self.queue.keep_loaded(entry)
+        elif cause.state is JobState.FAILED:
+            # Its own failure, or its model's (reported once, by the model's job).
+            entry.status, entry.error = Status.FAILED, cause.message
+            self.queue.forget_result(entry)  # never an old cutout under a new failure
+            if cause is end and (end.details or _is_model_error(end)):
+                self.failed.emit(end)
+        else:
+            entry.status, entry.error = Status.STOPPED, _stopped_reason(cause, end)
+        self.queue.changed(entry)
+        self.changed.emit(entry)
+        self.check_settled()
+
+    def _on_compare_end(self, end: JobEnd) -> None:
+        entry = self._entry_for(end, "compare_job")
+        if entry is None:
+            return
+        cause = end.cause
+        if end.ok:
+            entry.compared = end.result
+            if entry.processed is not None:
+                self.queue.keep_loaded(entry)
+        elif cause.state is JobState.FAILED:
+            entry.compare_error = cause.message
+            if cause is end and (end.details or _is_model_error(end)):
+                self.failed.emit(end)
+        else:
+            entry.compare_cancelled = True
+        self.changed.emit(entry)
+        self.check_settled()
+
+
+def _is_model_error(end: JobEnd) -> bool:
+    return isinstance(end.error, ModelError)
+
+
+def _stopped_reason(cause: JobEnd, end: JobEnd) -> str:
+    """Why an image did not run: the model preparation it waited for was cancelled."""
+    if cause is end:
+        return "Stopped before it ran."
+    config = cause.tag[-1]
+    return (
+        f"Not processed: you cancelled preparing the model {config.model}. "
+        "Reprocess (Ctrl+R) to try again."
+    )
