@@ -131,10 +131,13 @@ class ModelServer:
                 super().do_GET()
 
             def copyfile(self, source, outputfile) -> None:
-                while chunk := source.read(65536):
-                    outputfile.write(chunk)
-                    if server.delay:
-                        time.sleep(server.delay)
+                try:
+                    while chunk := source.read(65536):
+                        outputfile.write(chunk)
+                        if server.delay:
+                            time.sleep(server.delay)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped the download (a cancel): nothing to report
 
             def log_message(self, *args) -> None:
                 pass

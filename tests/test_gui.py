@@ -190,7 +190,7 @@ def test_clipboard_paste(qtbot, window) -> None:
     from bgremover.gui.imageconv import to_qimage
 
     rgb = np.asarray(Image.open(SAMPLE).convert("RGB"))
-    QGuiApplication.clipboard().setImage(to_qimage(rgb))
+    QGuiApplication.clipboard().setImage(to_qimage(rgb).copy())  # the clipboard keeps it
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
         window.paste()
     entry = window.current_entry()
@@ -260,3 +260,26 @@ def test_queue_memory_is_bounded_and_dropped_results_come_back(
     assert window.viewer.has_image() and window.act_save.isEnabled()
     assert "×" in window.detail.text()
     assert entries[1].edits == [{"tool": "restore"}]
+
+
+def test_copy_puts_the_cutout_on_the_clipboard(qtbot, window) -> None:
+    """Composed on the output thread; the clipboard's image owns its pixels, so it stays
+    valid after the job and its arrays are gone."""
+    import gc
+
+    from PySide6.QtGui import QGuiApplication
+
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.add_paths([SAMPLE])
+    expected = window.current_entry().processed.result.compose_array()
+    with qtbot.waitSignal(window.output.ended, check_params_cb=is_job("copy"), timeout=WAIT_MS):
+        window.copy_cutout()
+    qtbot.waitUntil(lambda: "copied" in window.statusBar().currentMessage(), timeout=WAIT_MS)
+    gc.collect()
+    clutter = [np.full_like(expected, 7) for _ in range(20)]  # reuse any freed memory
+    from bgremover.gui.imageconv import qimage_to_rgba
+
+    pasted = qimage_to_rgba(QGuiApplication.clipboard().image())
+    assert len(clutter) == 20 and pasted.shape == expected.shape
+    visible = expected[..., 3] == 255
+    assert (pasted[visible] == expected[visible]).all()

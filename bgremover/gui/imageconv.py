@@ -6,6 +6,10 @@ shares the array's pixels instead of copying them: PySide6 keeps the array alive
 for as long as the QImage lives (tests/test_imageconv.py holds it to that), and
 copying a 12-megapixel image inside Qt holds Python's lock for 30 ms or more,
 which the GUI thread would feel. The arrays are never written to afterwards.
+
+Qt code that keeps an image of its own beyond the Python object (the clipboard, a
+QMimeData) must get ``image.copy()``, which owns its pixels. QPixmap.fromImage
+copies the pixels itself.
 """
 
 from __future__ import annotations

@@ -217,9 +217,10 @@ def save(ctx: JobContext, result: Result, options: ComposeOptions, path: Path, f
 
 
 def composed_image(ctx: JobContext, result: Result, options: ComposeOptions) -> QImage:
-    """The composed output as a QImage, for the clipboard (the output thread's job)."""
+    """The composed output as a QImage that owns its pixels, for the clipboard (the output
+    thread's job): the clipboard keeps the image after every Python object is gone."""
     ctx.token.check()
-    return to_qimage(result.compose_array(options))
+    return to_qimage(result.compose_array(options)).copy()
 
 
 def _preparing(ctx: JobContext, config: EngineConfig) -> TaskProgress:
