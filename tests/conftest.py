@@ -52,7 +52,7 @@ def build_tiny_model(
     ``padding_bytes`` adds an unused weight, so that a download of it takes a while.
     """
     import onnx
-    from onnx import TensorProto, helper
+    from onnx import TensorProto, helper, numpy_helper
 
     dim = "S" if dynamic else size
     inp = helper.make_tensor_value_info("input.1", TensorProto.FLOAT, [1, 3, dim, dim])
@@ -72,8 +72,8 @@ def build_tiny_model(
     ]
     weights = [scale, weight, bias]
     if padding_bytes:
-        count = padding_bytes // 4
-        weights.append(helper.make_tensor("padding", TensorProto.FLOAT, [count], [0.5] * count))
+        padding = np.full(padding_bytes // 4, 0.5, np.float32)
+        weights.append(numpy_helper.from_array(padding, "padding"))
     graph = helper.make_graph(nodes, "tiny_u2net", [inp], outs, initializer=weights)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8

@@ -65,8 +65,8 @@ def served_model(server, name: str, blob: bytes | None):
 
 @pytest.fixture()
 def slow_model(tmp_path: Path, model_server, monkeypatch: pytest.MonkeyPatch, fresh_home):
-    """A 3 MB tiny model behind a loopback server that sends it in about 2.5 s."""
-    blob = build_tiny_model(tmp_path / "slow.onnx", padding_bytes=3_000_000).read_bytes()
+    """A 1.5 MB tiny model behind a loopback server that sends it in about 1.2 s."""
+    blob = build_tiny_model(tmp_path / "slow.onnx", padding_bytes=1_500_000).read_bytes()
     spec = served_model(model_server, "slowmodel", blob)
     monkeypatch.setitem(models.REGISTRY, spec.name, spec)
     model_server.delay = 0.05
@@ -115,7 +115,7 @@ def test_cancelling_a_download_stops_it_once_for_every_waiting_image(qtbot, slow
     """It used to run the download again for each queued image, fail them and open a box
     for each; a cancel is not a failure."""
     spec, server = slow_model
-    server.delay = 0.2  # about 10 s: plenty of time to cancel
+    server.delay = 0.4  # about 10 s: plenty of time to cancel
     window = make_window(qtbot)
     choose_model(window, spec.name)
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
@@ -235,7 +235,7 @@ def test_a_bad_file_never_opens_a_dialog_even_at_start_under_load(qtbot, tmp_pat
 
     The folder's name holds the word "models": the box used to be chosen by whether an
     error's text said "model", and a file's path is part of its error."""
-    folder = photo_folder(tmp_path / "test models" / "in", 8)
+    folder = photo_folder(tmp_path / "test models" / "in", 4)
     (folder / "broken.jpg").write_text("this is a text file, not a photo")
     with cpu_load(2):
         window = make_window(qtbot)
@@ -245,7 +245,7 @@ def test_a_bad_file_never_opens_a_dialog_even_at_start_under_load(qtbot, tmp_pat
         assert not message_boxes()
         broken = [e for e in window.queue.entries() if e.name == "broken.jpg"]
         assert broken[0].status is Status.FAILED and "broken.jpg" in broken[0].error
-        assert sum(e.status is Status.DONE for e in window.queue.entries()) == 8
+        assert sum(e.status is Status.DONE for e in window.queue.entries()) == 4
         # The app as launched: the window comes up, lists the failure, and exits.
         shot = tmp_path / "shot.png"
         proc = run_gui(str(folder), "--screenshot", str(shot), timeout=600)
