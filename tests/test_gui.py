@@ -283,3 +283,15 @@ def test_copy_puts_the_cutout_on_the_clipboard(qtbot, window) -> None:
     assert len(clutter) == 20 and pasted.shape == expected.shape
     visible = expected[..., 3] == 255
     assert (pasted[visible] == expected[visible]).all()
+
+
+def test_engine_log_lines_reach_the_status_bar(qtbot, window) -> None:
+    """Engine code logs from its own threads; the window shows the line."""
+    import logging
+    import threading
+
+    note = "Providers ['CUDAExecutionProvider'] failed to start; using CPU"
+    thread = threading.Thread(target=lambda: logging.getLogger("bgremover.session").warning(note))
+    thread.start()
+    thread.join()
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == note, timeout=WAIT_MS)

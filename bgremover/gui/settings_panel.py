@@ -19,10 +19,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..models import REGISTRY, ModelStore
+from ..models import PRECISIONS, REGISTRY, ModelStore
 from ..output import FORMATS
 from ..session import available_providers
 from .settings import Settings
+
+#: What each precision means to a user choosing it.
+PRECISION_LABELS = {"fp32": "fp32 (exact)", "int8": "int8 (faster; see Compare)"}
 
 
 def select_data(box: QComboBox, value: object) -> None:
@@ -53,8 +56,8 @@ class SettingsPanel(QWidget):
             self.model_box.addItem(Path(settings.model).name, settings.model)
         select_data(self.model_box, settings.model)
         self.precision_box = QComboBox()
-        self.precision_box.addItem("fp32 (exact)", "fp32")
-        self.precision_box.addItem("int8 (faster; see Compare)", "int8")
+        for precision in PRECISIONS:
+            self.precision_box.addItem(PRECISION_LABELS.get(precision, precision), precision)
         select_data(self.precision_box, settings.precision)
         self.provider_box = QComboBox()
         self.provider_box.addItem("Auto", "auto")
