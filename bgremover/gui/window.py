@@ -259,6 +259,7 @@ class MainWindow(QMainWindow):
         # user asked for still complete. Then leave.
         self.engine.shutdown()
         self.output.shutdown(cancel=False)
+        self.worker.pool.clear()  # the sessions' memory goes now, not when Python collects
         save_settings(self.settings)
         logging.getLogger("bgremover").removeHandler(self._log_handler)
         # Drop the results (and their QImages) while Qt is still fully alive,
