@@ -121,7 +121,7 @@ def read_image(path: str | os.PathLike[str], max_megapixels: float | None = None
             megapixels = img.width * img.height / 1e6
             if megapixels > limit:
                 raise ImageReadError(
-                    f"{p}: refused, {img.width}×{img.height} is {megapixels:.0f} megapixels, "
+                    f"{p}: refused, {img.width}×{img.height} is {megapixels:.3g} megapixels, "
                     f"over the limit of {limit:g} megapixels that protects against "
                     f"decompression bombs. If the image is genuine, raise the limit with "
                     f"--max-megapixels or the {MAX_MEGAPIXELS_ENV} environment variable."

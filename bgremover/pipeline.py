@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .compose import ComposeOptions, compose_array
+from .compose import ComposeOptions, compose, compose_array
 from .errors import InferenceError, ModelError, UsageError
 from .imaging import LoadedImage, from_array, from_pil, read_image
 from .models import DEFAULT_MODEL, PRECISIONS, ModelSpec, ModelStore, file_identity, resolve_spec
@@ -77,7 +77,7 @@ class Result:
 
     def compose(self, options: ComposeOptions | None = None) -> Image.Image:
         """The output image: cutout by default, or mask / solid background per ``options``."""
-        return Image.fromarray(self.compose_array(options))
+        return compose(self.image.rgb, self.alpha, options or ComposeOptions())
 
     def cutout(self) -> Image.Image:
         return self.compose(ComposeOptions())

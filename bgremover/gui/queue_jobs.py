@@ -185,6 +185,12 @@ class QueueJobs(QObject):
         setattr(entry, attr, None)
         return entry
 
+    def _tell_user(self, end: JobEnd) -> None:
+        """A job's own failure beyond the queue's row: its model's (once), or a bug's. A bad
+        image stays in the queue; a job blocked by its model's failure was reported there."""
+        if end.blocked_by is None and (end.details or isinstance(end.error, ModelError)):
+            self.failed.emit(end)
+
     def _on_process_end(self, end: JobEnd) -> None:
         entry = self._entry_for(end, "job")
         if entry is None:
@@ -198,8 +204,7 @@ class QueueJobs(QObject):
             # Its own failure, or its model's (reported once, by the model's job).
             entry.status, entry.error = Status.FAILED, cause.message
             self.queue.forget_result(entry)  # never an old cutout under a new failure
-            if cause is end and (end.details or _is_model_error(end)):
-                self.failed.emit(end)
+            self._tell_user(end)
         else:
             entry.status, entry.error = Status.STOPPED, _stopped_reason(cause, end)
         self.queue.changed(entry)
@@ -217,16 +222,11 @@ class QueueJobs(QObject):
                 self.queue.keep_loaded(entry)
         elif cause.state is JobState.FAILED:
             entry.compare_error = cause.message
-            if cause is end and (end.details or _is_model_error(end)):
-                self.failed.emit(end)
+            self._tell_user(end)
         else:
             entry.compare_cancelled = True
         self.changed.emit(entry)
         self.check_settled()
-
-
-def _is_model_error(end: JobEnd) -> bool:
-    return isinstance(end.error, ModelError)
 
 
 def _stopped_reason(cause: JobEnd, end: JobEnd) -> str:
