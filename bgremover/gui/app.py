@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
+from . import startup
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -47,6 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         and sys.platform.startswith("linux")
     ):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"  # scripted runs need no screen
+    # No display, or system libraries Qt's platform plugin needs are missing: say so and
+    # what to install, instead of Qt's abort.
+    problem = startup.check()
+    if problem:
+        if sys.stderr is not None:
+            print(problem, file=sys.stderr)
+        return 2
     from PySide6.QtCore import QTimer
 
     from .queue import Status
@@ -73,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.screenshot:
         out: Path = args.screenshot
+        window.confirm_quit = False  # a scripted run saves nothing and asks nothing
 
         def shoot() -> None:
             app.processEvents()
