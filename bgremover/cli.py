@@ -20,6 +20,7 @@ from typing import TextIO
 from . import __version__
 from .models import DEFAULT_MODEL, PRECISIONS
 from .output import DEFAULT_FORMAT, FORMATS
+from .report import DEFAULT_HEAT_SCALE, HEAT_SCALES
 
 log = logging.getLogger("bgremover")
 
@@ -27,15 +28,22 @@ EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class TerminalProgress:
-    """A one-line progress display on a terminal; silent when stderr is not one.
+    """What a command is doing, on stderr: a one-line display that rewrites itself on a
+    terminal; elsewhere (a log file, a pipe) a plain line per step, and no display.
 
-    Frozen windowed apps have ``sys.stderr = None``: then nothing is written.
+    ``enabled=False`` (``-q``) silences both. Frozen windowed apps have
+    ``sys.stderr = None``: then nothing is written.
     """
 
     def __init__(self, stream: TextIO | None = None, enabled: bool = True) -> None:
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = enabled and self.stream is not None and _isatty(self.stream)
+        terminal = self.stream is not None and _isatty(self.stream)
+        #: The rewriting display, on a terminal only.
+        self.enabled = enabled and terminal
+        #: A line per step, where there is no terminal.
+        self.lines = enabled and self.stream is not None and not terminal
         self._shown = False
+        self._announced: set[str] = set()
 
     def show(self, text: str) -> None:
         if not self.enabled:
@@ -44,6 +52,14 @@ class TerminalProgress:
         self.stream.write("\r" + text[:width].ljust(width))
         self.stream.flush()
         self._shown = True
+
+    def step(self, text: str) -> None:
+        """A step worth a line in a log: shown on the display, or as a line of its own."""
+        if self.enabled:
+            self.show(text)
+        elif self.lines:
+            self.stream.write(f"bgremover: {text}\n")
+            self.stream.flush()
 
     def clear(self) -> None:
         if self._shown:
@@ -56,6 +72,10 @@ class TerminalProgress:
         """A callback for model preparation: downloads (bytes) and quantization (samples)."""
 
         def callback(task: str, done: int, total: int | None) -> None:
+            if self.lines and task not in self._announced:  # a log gets one line per task
+                self._announced.add(task)
+                what = "making the int8 version of" if task == "quantize" else "downloading"
+                self.step(f"{what} {name} (first use; it is kept in the model cache)...")
             if task == "quantize":
                 self.show(f"Making the int8 {name}: calibration {done}/{total}")
             elif total:
@@ -81,31 +101,86 @@ def _err(message: str) -> None:
         print(message, file=sys.stderr)
 
 
+EXIT_STATUS = """\
+exit status:
+  0    everything succeeded
+  1    some images failed (each is named on stderr; the others were written)
+  2    usage error, or nothing could run (no input found, model not obtainable)
+  130  interrupted (Ctrl+C); finished outputs are kept, rerun to resume"""
+
+REMOVE_DESCRIPTION = """\
+Cut out the subject of each image. Folders are walked recursively and their tree
+is mirrored under the output folder. Outputs that already exist are skipped, so
+a rerun resumes an interrupted batch.
+
+What -o names:
+  - an existing folder, or a name without an extension, is a folder: each image
+    becomes FOLDER/<name>.png (photo.jpg -o out -> out/photo.png);
+  - a name with an extension is the output file, for a single input file only:
+    photo.jpg -o cut.png or -o cut.webp (the extension sets the format); other
+    extensions are refused, and so is a file name for a folder or several inputs;
+  - end the name with / for a new folder whose name has a dot (-o shots.v2/)."""
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs keep their lines; option help is wrapped as usual."""
+
+
+def _verbosity(default: object) -> argparse.ArgumentParser:
+    """-q and -v, accepted before the command and after it.
+
+    The copy given to each command has no defaults (SUPPRESS), so a command that
+    does not see the option leaves the value given before the command in place.
+    """
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("progress and log output")
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=False if default is None else default,
+        help="no progress display or progress lines (results and errors are still shown)",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0 if default is None else default,
+        help="more log output (-vv for debug output)",
+    )
+    return common
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bgremover",
         description="Remove image backgrounds with U²-Net models (ONNX Runtime, offline).",
+        epilog=EXIT_STATUS,
+        formatter_class=_Formatter,
+        parents=[_verbosity(None)],
     )
     parser.add_argument("--version", action="version", version=f"bgremover {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    common = _verbosity(argparse.SUPPRESS)
 
-    rm = sub.add_parser(
+    def command(name: str, **kw) -> argparse.ArgumentParser:
+        kw.setdefault("epilog", EXIT_STATUS)
+        return sub.add_parser(name, parents=[common], formatter_class=_Formatter, **kw)
+
+    rm = command(
         "remove",
         help="cut out images or folders of images",
-        description="Cut out the subject of each image. Folders are walked recursively and "
-        "their tree is mirrored under OUTPUT. Outputs that already exist are skipped, so a "
-        "rerun resumes an interrupted batch.",
+        description=REMOVE_DESCRIPTION,
     )
     rm.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="image files or folders")
     rm.add_argument(
         "-o",
         "--output",
-        type=Path,
         required=True,
-        help="output folder (or, for a single input file, the output file: "
-        + "/".join(f.extension for f in FORMATS.values())
-        + ")",
+        metavar="OUTPUT",
+        help="output folder; for a single input file, a name with an extension ("
+        + " or ".join(f.extension for f in FORMATS.values())
+        + ") is the output file (see above)",
     )
     rm.add_argument(
         "-m",
@@ -140,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         choices=tuple(FORMATS),
         default=None,
-        help=f"output format (default: {DEFAULT_FORMAT}, or the output file's extension)",
+        help=f"output format (default: the output file's extension, else {DEFAULT_FORMAT}); "
+        "it must agree with the output file's extension",
     )
     rm.add_argument(
         "-b",
@@ -168,15 +244,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="refuse images larger than this (decompression-bomb guard; default 250)",
     )
-    rm.add_argument("-q", "--quiet", action="store_true", help="no progress display")
 
-    models = sub.add_parser("models", help="list and download models")
+    models = command("models", help="list and download models", epilog=None)
     msub = models.add_subparsers(dest="models_command", metavar="ACTION")
-    ls = msub.add_parser("list", help="list the registry's models and what is cached")
+
+    def action(name: str, **kw) -> argparse.ArgumentParser:
+        return msub.add_parser(name, parents=[common], formatter_class=_Formatter, **kw)
+
+    ls = action("list", help="list the registry's models and what is cached")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
-    pull = msub.add_parser("pull", help="download and verify a model into the cache")
+    pull = action("pull", help="download and verify a model into the cache")
     pull.add_argument("name", help="model name")
-    quant = msub.add_parser("quantize", help="make the int8 version of a model (cached)")
+    quant = action("quantize", help="make the int8 version of a model (cached)")
     quant.add_argument("name", help="model name or .onnx path")
     quant.add_argument(
         "--calibration",
@@ -189,21 +268,68 @@ def build_parser() -> argparse.ArgumentParser:
     )
     quant.add_argument("--force", action="store_true", help="make it again even if cached")
 
-    cmp = sub.add_parser(
+    cmp = command(
         "compare",
         help="fp32 vs int8 masks side by side, with fidelity numbers",
-        description="For each image: a PNG with the input, the fp32 mask, the int8 mask and the "
-        "|Δα| heatmap, and a JSON file with the metrics and timings.",
+        description="For each image: a PNG sheet with the input, the fp32 mask, the int8 mask\n"
+        "and the |Δα| heatmap with its legend, and a JSON file with the metrics and\n"
+        "timings. A summary over all images is printed at the end.",
     )
-    cmp.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
-    cmp.add_argument("-o", "--output", type=Path, required=True, help="output folder")
-    cmp.add_argument("-m", "--model", default=DEFAULT_MODEL)
-    cmp.add_argument("--recipe", default=None, help="int8 recipe to compare (default: the default)")
-    cmp.add_argument("--providers", default="auto")
-    cmp.add_argument("--threads", type=int, default=0)
+    cmp.add_argument(
+        "images", nargs="+", type=Path, metavar="IMAGE", help="image files or folders of images"
+    )
+    cmp.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUTPUT",
+        help="output folder for IMAGE.png and IMAGE.json (for a single image, a name "
+        "ending in .png is the sheet, with the JSON beside it)",
+    )
+    cmp.add_argument(
+        "-m",
+        "--model",
+        default=DEFAULT_MODEL,
+        help="registry model name or path of an .onnx file (its int8 version is made on first use)",
+    )
+    cmp.add_argument(
+        "--recipe",
+        default=None,
+        help="int8 recipe to compare against fp32 (default: the faithful one; "
+        "naive is the plain one)",
+    )
+    cmp.add_argument(
+        "--heat-scale",
+        type=float,
+        choices=HEAT_SCALES,
+        default=DEFAULT_HEAT_SCALE,
+        metavar="{" + ",".join(f"{v:g}" for v in HEAT_SCALES) + "}",
+        help="|Δα| at which the heatmap reaches full colour "
+        f"(default {DEFAULT_HEAT_SCALE:g}, as in the app); smaller shows smaller differences",
+    )
+    cmp.add_argument(
+        "--providers",
+        default="auto",
+        help="execution providers, best first: auto (default), cpu, cuda, ... comma-separated",
+    )
+    cmp.add_argument(
+        "--threads", type=int, default=0, help="ONNX Runtime threads (0 = one per physical core)"
+    )
 
-    bench = sub.add_parser("bench", help="time inference per precision and provider")
-    bench.add_argument("-m", "--model", default=DEFAULT_MODEL)
+    bench = command(
+        "bench",
+        help="time inference per precision and provider",
+        epilog=None,
+        description="Times the model's inference in fp32 and int8 on each execution provider\n"
+        "this ONNX Runtime offers (interleaved runs, after a warm-up), then each stage\n"
+        "of the whole chain on one photo.",
+    )
+    bench.add_argument(
+        "-m",
+        "--model",
+        default=DEFAULT_MODEL,
+        help="registry model name or path of an .onnx file",
+    )
     bench.add_argument("--runs", type=int, default=20, help="timed runs after warm-up")
     bench.add_argument(
         "--image",
@@ -211,7 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="photo for the stage breakdown (default: the bundled sample)",
     )
-    bench.add_argument("--threads", type=int, default=0)
+    bench.add_argument(
+        "--threads", type=int, default=0, help="ONNX Runtime threads (0 = one per physical core)"
+    )
     bench.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
 
@@ -234,11 +362,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "compare":
             from .evaluation import cmd_compare
 
-            return cmd_compare(args, TerminalProgress())
+            return cmd_compare(args, TerminalProgress(enabled=not args.quiet))
         if args.command == "bench":
             from .evaluation import cmd_bench
 
-            return cmd_bench(args, TerminalProgress())
+            return cmd_bench(args, TerminalProgress(enabled=not args.quiet))
         if args.command == "models":
             if args.models_command == "list":
                 return cmd_models_list(args)
@@ -265,7 +393,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     for record, spec in zip(store.list_models(), REGISTRY.values(), strict=True):
         records.append(record)
         for int8 in cached_int8(store, spec):
-            records.append({**record, **int8, "default": False})
+            records.append(_int8_record(record, int8))
     if args.json:
         print(json.dumps({"cache": str(store.models_dir), "models": records}, indent=2))
         return EXIT_OK
@@ -274,19 +402,37 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         state = "cached" if r["path"] else "not downloaded"
         size = f"{r['bytes'] / 1e6:.1f} MB"
         mark = " (default)" if r["default"] else ""
-        if r["precision"] == "int8":
-            mark = f" [int8 recipe: {r['recipe']}]"
         print(
             f"  {r['name']:<18} {r['precision']:<5} {size:>9}  {state:<15} {r['description']}{mark}"
         )
     return EXIT_OK
 
 
+def _int8_record(fp32: dict, int8: dict) -> dict:
+    """An int8 file's row: the fp32 model's facts that still hold, the file's own others.
+
+    The registry's description, file name, md5 and sources are the fp32 file's (its
+    description even names the fp32 size): an int8 row says what it is instead.
+    """
+    path = Path(int8["path"])
+    return {
+        **fp32,
+        **int8,
+        "default": False,
+        "filename": path.name,
+        "md5": None,
+        "bytes_exact": True,
+        "sources": [],
+        "description": f"{fp32['name']} quantized to int8 "
+        f"({int8['bytes'] / 1e6:.1f} MB, recipe {int8['recipe']}).",
+    }
+
+
 def cmd_models_pull(args: argparse.Namespace) -> int:
     from .models import ModelStore, resolve_spec
 
     spec = resolve_spec(args.name)
-    progress = TerminalProgress()
+    progress = TerminalProgress(enabled=not args.quiet)
     report = progress.task(spec.name)
     path = ModelStore().ensure(spec, lambda done, total: report("download", done, total))
     progress.clear()
@@ -301,7 +447,7 @@ def cmd_models_quantize(args: argparse.Namespace) -> int:
     spec = resolve_spec(args.name)
     store = ModelStore()
     recipe = args.recipe or DEFAULT_RECIPE
-    progress = TerminalProgress()
+    progress = TerminalProgress(enabled=not args.quiet)
     report = progress.task(spec.name)
     fp32 = store.ensure(spec, lambda done, total: report("download", done, total))
     target = int8_path(store, spec, fp32, recipe, args.calibration)
@@ -324,25 +470,24 @@ def cmd_models_quantize(args: argparse.Namespace) -> int:
 def cmd_remove(args: argparse.Namespace) -> int:
     from .batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
     from .compose import ComposeOptions, parse_color
-    from .output import format_for_path
     from .pipeline import EngineConfig, Remover
-    from .plan import plan_batch
+    from .plan import plan_batch, resolve_output
 
-    fmt = args.format
-    if fmt is None:
-        named = format_for_path(args.output)
-        fmt = named.name if named is not None and len(args.inputs) == 1 else DEFAULT_FORMAT
     options = ComposeOptions(
         mask_only=args.mask_only,
         background=parse_color(args.background) if args.background else None,
         decontaminate=args.decontaminate,
     )
-    plan = plan_batch(args.inputs, args.output, fmt)
+    # What -o names (a file or a folder), and whether that can work, is settled before
+    # the model is loaded or any image read.
+    target = resolve_output(args.inputs, args.output, args.format)
+    fmt = target.fmt
+    plan = plan_batch(args.inputs, target.path, fmt, single_file=target.single_file)
     for path, reason in plan.problems:
         _err(f"bgremover: skipping {path}: {reason}")
     if not plan.jobs:
-        _err("bgremover: no images to process" + (" (see above)." if plan.problems else "."))
-        return EXIT_USAGE if not plan.problems else EXIT_SOME_FAILED
+        _err(_nothing_to_do(args.inputs, plan.problems))
+        return EXIT_USAGE
 
     progress = TerminalProgress(enabled=not args.quiet)
     config = EngineConfig(args.model, args.precision, args.providers, args.threads, args.refine)
@@ -386,11 +531,29 @@ def cmd_remove(args: argparse.Namespace) -> int:
         parts.append(f"{finished.skipped} already done")
     if failed:
         parts.append(f"{failed} failed")
-    summary = f"bgremover: {', '.join(parts)} in {finished.seconds:.1f} s -> {args.output}"
+    where = plan.jobs[0].output if len(plan.jobs) == 1 else target.path
+    summary = f"bgremover: {', '.join(parts)} in {finished.seconds:.1f} s -> {where}"
     if finished.stopped:
         summary += f"\nbgremover: stopped early: {finished.stopped}"
     _err(summary)
     return EXIT_SOME_FAILED if failed else EXIT_OK
+
+
+def _nothing_to_do(inputs: Sequence[Path], problems: Sequence[tuple[Path, str]]) -> str:
+    """Why a run found nothing to process, and what to do."""
+    if problems:
+        return (
+            "bgremover: nothing could run: no image to process (the inputs above were "
+            "skipped). Check the paths and try again."
+        )
+    from .imaging import IMAGE_EXTENSIONS
+
+    names = ", ".join(str(p) for p in inputs)
+    kinds = " ".join(sorted(IMAGE_EXTENSIONS))
+    return (
+        f"bgremover: no images found in {names}. Folders are searched for files ending in "
+        f"{kinds} (hidden files and folders are skipped)."
+    )
 
 
 def _progress_line(count: int, total: int, start: float, current: Path) -> str:

@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 
 from .comparison import compare_precisions
-from .errors import BgRemoverError
+from .errors import BgRemoverError, UsageError
 from .imaging import read_image
 from .output import write_image
 from .pipeline import EngineConfig, Remover
-from .plan import plan_batch
+from .plan import plan_batch, resolve_output
+from .quantize import DEFAULT_RECIPE
 from .report import comparison_sheet
 from .session import CPU, SessionPool, available_providers
 from .transforms import preprocess
@@ -31,7 +32,24 @@ def _err(message: str) -> None:
 
 
 def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
-    """For each image: a side-by-side PNG and a JSON file of metrics; a summary at the end."""
+    """For each image: a side-by-side PNG and a JSON file of metrics; a summary at the end.
+
+    ``progress`` (the CLI's TerminalProgress) shows what is being done: a display on a
+    terminal, a line per image in a log.
+    """
+    target = resolve_output(args.images, args.output)
+    if target.single_file and target.fmt != "png":
+        raise UsageError(
+            f"compare writes its sheets as PNG: name the output {target.path.stem}.png, "
+            "or give a folder."
+        )
+    plan = plan_batch(args.images, target.path, "png", single_file=target.single_file)
+    for path, reason in plan.problems:
+        _err(f"bgremover: skipping {path}: {reason}")
+    if not plan.jobs:
+        _err("bgremover: nothing could run: no image to compare (see above). "
+             "Check the paths and try again.")  # fmt: skip
+        return 2
     report = progress.task(args.model)
     config = EngineConfig(
         args.model, providers=args.providers, threads=args.threads, recipe=args.recipe
@@ -42,12 +60,11 @@ def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
     fp32.load()
     int8.load()
     progress.clear()
-    plan = plan_batch(args.images, args.output, "png")
-    for path, reason in plan.problems:
-        _err(f"bgremover: skipping {path}: {reason}")
     rows = []
     failed = len(plan.problems)
-    for job in plan.jobs:
+    total = len(plan.jobs)
+    for number, job in enumerate(plan.jobs, 1):
+        progress.step(f"comparing {job.source.name} ({number}/{total})...")
         try:
             c = compare_precisions(fp32, int8, job.source)
             a, b, m = c.fp32, c.int8, c.metrics
@@ -57,31 +74,39 @@ def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
                 recipe=int8.recipe or "default",
                 providers_fp32=list(a.providers),
                 providers_int8=list(b.providers),
+                heat_scale=args.heat_scale,
             )
-            caption = (
-                f"{job.source.name}   mean |d alpha| {m['mean_abs']:.4f}   "
-                f"edge band {m['band_abs']:.4f}   "
-                f"IoU {m['iou']:.4f}   inference fp32 {1000 * a.timings['infer']:.0f} ms, "
-                f"int8 {1000 * b.timings['infer']:.0f} ms"
-            )
-            sheet = comparison_sheet(a.image.rgb, a.mask, b.mask, caption)
+            height, width = a.mask.shape
+            caption = [
+                f"{job.source.name}  {width}x{height}   model {fp32.spec.name}, "
+                f"int8 recipe {int8.recipe or DEFAULT_RECIPE}",
+                f"mean |d alpha| {m['mean_abs']:.4f}   edge band |d alpha| {m['band_abs']:.4f}"
+                f"   max |d alpha| {m['max_abs']:.3f}   IoU {m['iou']:.4f}",
+                f"inference fp32 {1000 * a.timings['infer']:.0f} ms, "
+                f"int8 {1000 * b.timings['infer']:.0f} ms",
+            ]
+            sheet = comparison_sheet(a.image.rgb, a.mask, b.mask, caption, args.heat_scale)
             write_image(sheet, job.output, "png")
             json_path = job.output.with_suffix(".json")
             json_path.write_text(json.dumps(m, indent=2) + "\n", encoding="utf-8")
         except BgRemoverError as exc:
+            progress.clear()
             failed += 1
             _err(f"bgremover: failed: {exc}")
             continue
+        progress.clear()
         rows.append(m)
         print(f"{job.source.name}: IoU {m['iou']:.4f}, mean |Δα| {m['mean_abs']:.4f}, "
-              f"edge band |Δα| {m['band_abs']:.4f} -> {job.output}")  # fmt: skip
+              f"edge band |Δα| {m['band_abs']:.4f} -> {job.output} "
+              f"(and {json_path.name})", flush=True)  # fmt: skip
     if rows:
         speed = statistics.median(r["infer_fp32_s"] / r["infer_int8_s"] for r in rows)
         print(
             f"{len(rows)} compared: mean IoU {np.mean([r['iou'] for r in rows]):.4f} "
             f"(min {min(r['iou'] for r in rows):.4f}), mean |Δα| "
             f"{np.mean([r['mean_abs'] for r in rows]):.4f}, edge band |Δα| "
-            f"{np.mean([r['band_abs'] for r in rows]):.4f}, int8 {speed:.2f}× the speed of fp32"
+            f"{np.mean([r['band_abs'] for r in rows]):.4f}, int8 {speed:.2f}× the speed of fp32",
+            flush=True,
         )
     return 1 if failed else 0
 

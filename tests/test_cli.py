@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -131,3 +132,95 @@ def test_progress_is_silent_without_stderr(monkeypatch: pytest.MonkeyPatch) -> N
     progress.task("u2netp")("download", 10, 100)
     progress.show("x")
     progress.clear()
+
+
+def _offline_home(tmp_path: Path) -> dict[str, str]:
+    """An empty model cache and no network: runs that stop before the model is needed."""
+    return {
+        "BGREMOVER_HOME": str(tmp_path / "empty-home"),
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": "",
+    }
+
+
+def test_nothing_could_run_exits_2(tmp_path: Path) -> None:
+    """Every input missing, or no image in the folder: exit 2, as the README says."""
+    env = _offline_home(tmp_path)
+    proc = run_cli(
+        "remove", str(tmp_path / "a.jpg"), str(tmp_path / "b"), "-o", str(tmp_path / "o"), env=env
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"skipping {tmp_path / 'a.jpg'}: no such file or folder" in proc.stderr
+    assert "nothing could run" in proc.stderr and "Check the paths" in proc.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a photo")
+    proc = run_cli("remove", str(empty), "-o", str(tmp_path / "out"), env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert f"no images found in {empty}" in proc.stderr and ".jpg" in proc.stderr
+    assert "Could not obtain model" not in proc.stderr
+
+
+@pytest.mark.model
+def test_some_inputs_missing_exits_1(tmp_path: Path, u2netp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("remove", str(SAMPLE), str(tmp_path / "gone.jpg"), "-o", str(out))
+    assert proc.returncode == 1, proc.stderr
+    assert "1 written" in proc.stderr and "1 failed" in proc.stderr
+    assert (out / "sample.png").is_file()
+
+
+def test_exit_codes_and_output_rules_in_help() -> None:
+    for args in (["--help"], ["remove", "--help"], ["compare", "--help"]):
+        text = run_cli(*args, check=True).stdout
+        assert "exit status:" in text
+        for code in ("0 ", "1 ", "2 ", "130 "):
+            assert f"\n  {code}" in text, (args, code)
+    text = run_cli("remove", "--help", check=True).stdout
+    assert "a name without an extension, is a folder" in text
+    assert "a name with an extension is the output file, for a single input file only" in text
+    assert "end the name with / for a new folder" in text
+
+
+@pytest.mark.model
+def test_quiet_and_verbose_before_and_after_the_command(tmp_path: Path, u2netp_path: Path) -> None:
+    """`-v` works in both places, and the command's own default does not undo the first."""
+    info = "INFO bgremover: Model u2netp on CPUExecutionProvider"
+    for args in (["-v", "remove", str(SAMPLE)], ["remove", str(SAMPLE), "-v"]):
+        proc = run_cli(*args, "-o", str(tmp_path / "out"), "--overwrite", check=True)
+        assert info in proc.stderr, args
+    proc = run_cli("remove", str(SAMPLE), "-o", str(tmp_path / "out"), "--overwrite", check=True)
+    assert info not in proc.stderr
+    proc = run_cli("remove", "-q", str(SAMPLE), "-o", str(tmp_path / "q"), "-v", check=True)
+    assert info in proc.stderr and (tmp_path / "q" / "sample.png").is_file()
+
+
+def test_compare_and_bench_options_all_have_help() -> None:
+    from bgremover.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name in ("compare", "bench", "remove"):
+        sub = commands.choices[name]
+        for action in sub._actions:
+            assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)
+    text = run_cli("compare", "--help", check=True).stdout
+    assert "--heat-scale {1,0.5,0.25,0.1,0.05}" in text and "full colour" in text
+
+
+@pytest.mark.model
+def test_models_list_int8_row_shows_its_own_size(u2netp_int8_path: Path) -> None:
+    """The int8 row's size and description are the int8 file's, not the fp32 model's."""
+    size = f"{u2netp_int8_path.stat().st_size / 1e6:.1f} MB"
+    lines = run_cli("models", "list", check=True).stdout.splitlines()
+    int8_rows = [line for line in lines if line.split()[:2] == ["u2netp", "int8"]]
+    assert int8_rows, lines
+    for row in int8_rows:
+        assert size in row and "4.6 MB" not in row, row
+    data = json.loads(run_cli("models", "list", "--json", check=True).stdout)
+    record = next(m for m in data["models"] if m["path"] == str(u2netp_int8_path))
+    assert record["bytes"] == u2netp_int8_path.stat().st_size
+    assert record["filename"] == u2netp_int8_path.name and record["md5"] is None
+    assert "4.6 MB" not in record["description"] and record["default"] is False

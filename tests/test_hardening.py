@@ -204,9 +204,10 @@ def test_unwritable_output_is_a_clear_failure(tmp_path: Path, tiny_model: Path) 
     proc = run_cli(
         "remove", str(tmp_path / "a.png"), "-o", str(blocker / "out"), "--model", str(tiny_model)
     )
-    assert proc.returncode == 1
-    assert "could not be written" in proc.stderr and "Traceback" not in proc.stderr
-    assert os.path.isfile(blocker)
+    # Refused before any image is processed (not one write error per image).
+    assert proc.returncode == 2
+    assert f"{blocker} is a file, not a folder" in proc.stderr and "Traceback" not in proc.stderr
+    assert "failed:" not in proc.stderr and os.path.isfile(blocker)
 
 
 def test_full_disk_stops_the_batch_without_partial_files(
