@@ -1,16 +1,40 @@
 """The exception family of bgremover.
 
 Every message says what happened, why (expected vs got where it helps) and what
-the user can do about it. The CLI prints ``str(error)``; the GUI shows it in a
-dialog. Anything that is not a ``BgRemoverError`` is a bug and is shown with its
-traceback.
+the user can do about it. The CLI prints ``str(error)``; the app shows
+:attr:`BgRemoverError.app_message`, which tells the fix in the app's own terms
+(menus, not command-line options) and keeps a library's raw words out of the
+message, behind "Show Details". Anything that is not a ``BgRemoverError`` is a
+bug and is shown with its traceback.
 """
 
 from __future__ import annotations
 
 
 class BgRemoverError(Exception):
-    """Base class: an expected failure with a message meant for the user."""
+    """Base class: an expected failure with a message meant for the user.
+
+    ``message`` says what happened and why in plain words; ``fix`` what to do, as a
+    command-line user does it; ``app_fix`` the same for the app's user (``fix`` when
+    not given: advice that names no option); ``technical`` the underlying library's
+    own words (ONNX Runtime's, the image decoder's), shown in brackets on the command
+    line and behind Details in the app.
+    """
+
+    def __init__(
+        self, message: str, *, fix: str = "", app_fix: str | None = None, technical: str = ""
+    ) -> None:
+        self.message = message
+        self.fix = fix
+        self.app_fix = fix if app_fix is None else app_fix
+        self.technical = technical
+        text = message + (f" ({technical})" if technical else "")
+        super().__init__(text + (f"\n{fix}" if fix else ""))
+
+    @property
+    def app_message(self) -> str:
+        """The message for the app: no command-line options, no library's raw text."""
+        return self.message + (f"\n\n{self.app_fix}" if self.app_fix else "")
 
 
 class ModelError(BgRemoverError):

@@ -74,6 +74,8 @@ try:  # HEIC/HEIF (iPhone photos) when the optional pillow-heif plugin is instal
 except ImportError:
     HEIF_EXTENSIONS = frozenset()
 IMAGE_EXTENSIONS = IMAGE_EXTENSIONS | HEIF_EXTENSIONS
+#: What to do about a HEIC/HEIF photo without the plugin (the README's words).
+HEIF_ADVICE = "To open HEIC/HEIF photos, install bgremover with: pip install 'bgremover[heic]'"
 
 
 def is_image_name(path: Path) -> bool:
@@ -123,8 +125,11 @@ def read_image(path: str | os.PathLike[str], max_megapixels: float | None = None
                 raise ImageReadError(
                     f"{p}: refused, {img.width}×{img.height} is {megapixels:.3g} megapixels, "
                     f"over the limit of {limit:g} megapixels that protects against "
-                    f"decompression bombs. If the image is genuine, raise the limit with "
-                    f"--max-megapixels or the {MAX_MEGAPIXELS_ENV} environment variable."
+                    "decompression bombs.",
+                    fix="If the image is genuine, raise the limit with --max-megapixels or "
+                    f"the {MAX_MEGAPIXELS_ENV} environment variable.",
+                    app_fix="If the image is genuine, start bgremover with the environment "
+                    f"variable {MAX_MEGAPIXELS_ENV} set higher (in megapixels).",
                 )
             upright = img.getexif().get(_ORIENTATION, 1) == 1
             if img.format == "JPEG" and img.mode == "RGB" and upright:
@@ -142,19 +147,27 @@ def read_image(path: str | os.PathLike[str], max_megapixels: float | None = None
     except IsADirectoryError:
         raise ImageReadError(f"{p}: is a folder, not an image.") from None
     except Image.DecompressionBombError as exc:
-        raise ImageReadError(f"{p}: refused as a possible decompression bomb ({exc}).") from None
-    except UnidentifiedImageError:
-        heic = "" if HEIF_EXTENSIONS else " HEIC/HEIF photos need `pip install pillow-heif`."
         raise ImageReadError(
-            f"{p}: not an image format Pillow can read. Supported: JPEG, PNG, WebP, "
-            f"TIFF, BMP, GIF and the other formats Pillow reads.{heic}"
+            f"{p}: refused as a possible decompression bomb.", technical=str(exc)
+        ) from None
+    except UnidentifiedImageError:
+        heif = p.suffix.lower() in (".heic", ".heif") and not HEIF_EXTENSIONS
+        raise ImageReadError(
+            f"{p}: not an image format bgremover can read. It reads JPEG, PNG, WebP, "
+            "TIFF, BMP, GIF and other common formats"
+            + (", and HEIC/HEIF photos once HEIC support is installed." if heif else "."),
+            fix=HEIF_ADVICE if heif else "",
         ) from None
     except MemoryError:
         raise ImageReadError(
-            f"{p}: not enough memory to decode it; lower --max-megapixels or close other programs."
+            f"{p}: not enough memory to decode it.",
+            fix="Close other programs, or lower --max-megapixels to refuse such images.",
+            app_fix="Close other programs, or open a smaller copy of the image.",
         ) from None
     except (OSError, SyntaxError, ValueError) as exc:
-        raise ImageReadError(f"{p}: the image data is damaged or truncated ({exc}).") from None
+        raise ImageReadError(
+            f"{p}: the image data is damaged or truncated.", technical=str(exc)
+        ) from None
 
 
 _ORIENTATION = 0x0112  # the EXIF tag

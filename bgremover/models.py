@@ -193,9 +193,11 @@ def local_spec(path: str | os.PathLike[str]) -> ModelSpec:
     p = Path(path).expanduser()
     if not p.is_file():
         raise ModelError(
-            f"Model file not found: {p}\n"
-            "Give the path of an existing .onnx file, or a model name from "
-            "`bgremover models list`."
+            f"Model file not found: {p}",
+            fix="Give the path of an existing .onnx file, or a model name from "
+            "`bgremover models list`.",
+            app_fix="Choose an existing .onnx file (File ▸ Use a Model File…), or one of "
+            "the built-in models in Settings.",
         )
     base = next((s for s in REGISTRY.values() if s.filename == p.name), REGISTRY[DEFAULT_MODEL])
     return replace(
@@ -485,11 +487,14 @@ class ModelStore:
             return path
         tried = "\n".join(failures) or "  (the registry lists no source)"
         raise ModelUnavailableError(
-            f"Could not obtain model {spec.name!r}. Sources tried:\n{tried}\n"
-            f"To fix: connect to the internet and retry `bgremover models pull {spec.name}`; "
+            f"Could not obtain model {spec.name!r}. Sources tried:\n{tried}",
+            fix=f"To fix: connect to the internet and retry `bgremover models pull {spec.name}`; "
             f"or download {spec.filename} yourself and place it at {path} "
             f"(it is checked against {spec.known_hash}); "
-            "or run with --model PATH pointing at a local .onnx file."
+            "or run with --model PATH pointing at a local .onnx file.",
+            app_fix="Connect to the internet and try again (Edit ▸ Reprocess, Ctrl+R). "
+            f"Or download {spec.filename} yourself and put it at {path}, or choose a model "
+            "file you have with File ▸ Use a Model File….",
         )
 
     def describe(self, spec: ModelSpec) -> dict[str, Any]:

@@ -159,7 +159,9 @@ def create_session(
         accelerators = [p for p in usable if p != CPU]
         if not accelerators:
             raise ModelError(
-                f"{model_path.name} could not be loaded as a model ({ort_reason(exc)}).\n{advice}"
+                f"{model_path.name} could not be loaded as a model.",
+                technical=ort_reason(exc),
+                fix=advice,
             ) from exc
         fallbacks.extend(f"{p}: failed to start ({ort_reason(exc)})" for p in accelerators)
         log.warning("Providers %s failed to start; using CPU: %s", accelerators, exc)

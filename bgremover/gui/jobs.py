@@ -114,8 +114,9 @@ class JobEnd:
     tag: Hashable
     state: JobState
     result: Any = None
-    #: For a failure: the message meant for the user, the exception, and a traceback
-    #: when it was not one of bgremover's expected errors (a bug).
+    #: For a failure: the message meant for the user (in the app's words), the
+    #: exception, and a traceback when it was not one of bgremover's expected errors
+    #: (a bug).
     message: str = ""
     error: BaseException | None = None
     details: str = ""
@@ -292,7 +293,7 @@ class JobRunner(QObject):
         except (JobCancelled, DownloadCancelled):
             return JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED)
         except BgRemoverError as exc:
-            return JobEnd(job.id, job.kind, job.tag, JobState.FAILED, None, str(exc), exc)
+            return JobEnd(job.id, job.kind, job.tag, JobState.FAILED, None, exc.app_message, exc)
         except Exception as exc:  # a bug: keep running, show it with its traceback
             return JobEnd(
                 job.id,
