@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,12 @@ def combine_alpha(mask: np.ndarray, input_alpha: np.ndarray | None) -> np.ndarra
     return ((product + 127) // 255).astype(np.uint8)
 
 
+def output_alpha(image: LoadedImage, mask: np.ndarray, refine: bool) -> np.ndarray:
+    """The alpha outputs use: ``mask``, edge-refined with the photo's colours when
+    ``refine``, limited by the input's own transparency."""
+    return combine_alpha(refine_alpha(image.rgb, mask) if refine else mask, image.alpha)
+
+
 @dataclass(frozen=True)
 class Result:
     """One image's outcome. Arrays are at the source size, upright."""
@@ -81,6 +87,14 @@ class Result:
 
     def cutout(self) -> Image.Image:
         return self.compose(ComposeOptions())
+
+    def with_refinement(self, refine: bool) -> Result:
+        """This result with its alpha made again from the model's mask, refined or not:
+        what a change of the refinement setting needs, without running the model again."""
+        start = time.perf_counter()
+        alpha = output_alpha(self.image, self.mask, refine)
+        timings = {**self.timings, "refine": time.perf_counter() - start}
+        return replace(self, alpha=alpha, timings=timings)
 
 
 @dataclass(frozen=True)
@@ -196,8 +210,8 @@ class Remover:
         if len(shape) != 4 or shape[1] not in (3, None):
             raise ModelError(
                 f"{path.name} is an ONNX model, but not one bgremover can use: it takes "
-                f"{made[1].input_name!r} of shape {shape}, not one RGB image (1, 3, H, W).\n"
-                + advice
+                f"{made[1].input_name!r} of shape {shape}, not one RGB image (1, 3, H, W).",
+                fix=advice,
             )
         return made
 
@@ -235,8 +249,10 @@ class Remover:
             return np.asarray(session.run(None, {info.input_name: batch})[0])
         except Exception as exc:  # ORT raises its own exception types
             raise InferenceError(
-                f"ONNX Runtime failed while running model {self.spec.name!r}: {exc}\n"
-                "If you use a custom model, check that it takes one (1, 3, S, S) image input."
+                f"The model {self.spec.name!r} failed while processing this image.",
+                technical=f"ONNX Runtime: {exc}",
+                fix="If you use a model file of your own, check that it takes one "
+                "(1, 3, S, S) image input.",
             ) from exc
 
     def remove(self, image: ImageInput, max_megapixels: float | None = None) -> Result:
@@ -271,12 +287,12 @@ class Remover:
         height, width = loaded.rgb.shape[:2]
         mask = postprocess(raw, width, height)
         t1 = time.perf_counter()
-        alpha = refine_alpha(loaded.rgb, mask) if self.refine else mask
+        alpha = output_alpha(loaded, mask, self.refine)
         t2 = time.perf_counter()
         return Result(
             image=loaded,
             mask=mask,
-            alpha=combine_alpha(alpha, loaded.alpha),
+            alpha=alpha,
             timings={**timings, "postprocess": t1 - t0, "refine": t2 - t1},
             model=self.spec.name,
             providers=info.active,

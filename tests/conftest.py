@@ -162,6 +162,29 @@ def model_server(tmp_path: Path) -> Iterator[ModelServer]:
     server.close()
 
 
+def served_model(server, name: str, blob: bytes | None):
+    """A registry entry for ``name`` served by ``server`` (``blob`` None: the file is missing,
+    so every download fails), for a test to install into the registry."""
+    import hashlib
+    from dataclasses import replace
+
+    from bgremover.models import DEFAULT_MODEL, REGISTRY, Source
+
+    if blob is not None:
+        (server.root / f"{name}.onnx").write_bytes(blob)
+    return replace(
+        REGISTRY[DEFAULT_MODEL],
+        name=name,
+        filename=f"{name}.onnx",
+        sources=(Source("url", f"{server.url}{name}.onnx"),),
+        sha256=hashlib.sha256(blob or b"").hexdigest(),
+        md5=None,
+        bytes=len(blob or b"x"),
+        bytes_exact=True,
+        input_size=32,
+    )
+
+
 @pytest.fixture()
 def server(model_server: ModelServer) -> tuple[str, Path]:
     """(base URL, folder) of a loopback HTTP server."""
@@ -229,10 +252,12 @@ def isolated_settings(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def make_window(qtbot):
-    """A shown MainWindow that the test closes (stopping its threads) when it ends."""
+    """A shown MainWindow that the test closes (stopping its threads) when it ends,
+    without the question about unsaved cutouts (the quit tests ask it)."""
     from bgremover.gui.window import MainWindow
 
     win = MainWindow()
+    win.confirm_quit = False
     qtbot.addWidget(win)
     win.show()
     return win

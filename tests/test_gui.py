@@ -30,11 +30,11 @@ def test_drop_leads_to_a_cutout(qtbot, window) -> None:
         drop_files(window, [SAMPLE])
     entry = window.current_entry()
     assert entry is not None and entry.status is Status.DONE
-    assert entry.processed.cutout.width() == 512 and entry.processed.cutout.height() == 600
+    assert entry.processed.output.width() == 512 and entry.processed.output.height() == 600
     assert window.viewer.has_image()
     assert "done" in row_text(window, 0)
     assert not row_icon(window, 0).isNull()
-    for mode in ("original", "mask", "cutout"):
+    for mode in ("original", "mask", "output"):
         window.set_view_mode(mode)
         assert window.viewer.has_image()
     assert window.act_save.isEnabled() and window.act_copy.isEnabled()

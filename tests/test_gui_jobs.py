@@ -5,10 +5,8 @@ real models and a real HTTP server on loopback for downloads."""
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import threading
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,9 +19,18 @@ from bgremover import models
 from bgremover.gui.jobs import JobState
 from bgremover.gui.queue import Status
 from bgremover.gui.settings_panel import select_data
-from bgremover.models import DEFAULT_MODEL, REGISTRY, Source
+from bgremover.models import DEFAULT_MODEL
 
-from conftest import DATA, SAMPLE, build_tiny_model, cpu_load, is_job, make_window, run_gui
+from conftest import (
+    DATA,
+    SAMPLE,
+    build_tiny_model,
+    cpu_load,
+    is_job,
+    make_window,
+    run_gui,
+    served_model,
+)
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("isolated_settings")]
 WAIT_MS = 300_000
@@ -43,24 +50,6 @@ def no_boxes_left():
     yield
     for box in message_boxes():
         box.close()
-
-
-def served_model(server, name: str, blob: bytes | None):
-    """A registry entry for ``name`` served by ``server`` (``blob`` None: the file is missing,
-    so every download fails), installed into the registry for the test."""
-    if blob is not None:
-        (server.root / f"{name}.onnx").write_bytes(blob)
-    return replace(
-        REGISTRY[DEFAULT_MODEL],
-        name=name,
-        filename=f"{name}.onnx",
-        sources=(Source("url", f"{server.url}{name}.onnx"),),
-        sha256=hashlib.sha256(blob or b"").hexdigest(),
-        md5=None,
-        bytes=len(blob or b"x"),
-        bytes_exact=True,
-        input_size=32,
-    )
 
 
 @pytest.fixture()
@@ -336,7 +325,7 @@ def test_one_model_failure_is_one_message_and_no_stale_results(
         assert entry.status is Status.FAILED and "unreachable" in entry.error
         assert entry.processed is None and entry.summary == ""  # no old cutout or caption
     assert not window.viewer.has_image() and window.detail.text().startswith("Failed")
-    assert not window.act_save.isEnabled()
+    assert "could not be processed" in window.why_nothing_to_save(window.current_entry())
 
 
 # 11 ---------------------------------------------------------------------------------

@@ -27,8 +27,15 @@ from .jobs import JobEnd, JobState
 from .worker import BatchProgress
 
 
-def show_error(parent: QWidget | None, title: str, message: str, details: str = "") -> QMessageBox:
-    """An error box that blocks nothing; a bug's traceback sits behind "Show Details".
+def show_error(
+    parent: QWidget | None,
+    title: str,
+    message: str,
+    details: str = "",
+    technical: str = "",
+) -> QMessageBox:
+    """An error box that blocks nothing; a bug's traceback sits behind "Show Details",
+    and so do a library's own words for an expected failure (``technical``).
 
     Non-modal: the window stays usable, other work goes on. The same message is
     never shown twice at once: while a box with this title and text is open, that
@@ -47,6 +54,8 @@ def show_error(parent: QWidget | None, title: str, message: str, details: str = 
     if details:
         box.setInformativeText("This looks like a bug in bgremover; the details help us fix it.")
         box.setDetailedText(details)
+    elif technical:
+        box.setDetailedText(technical)
     box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     box.setWindowModality(Qt.WindowModality.NonModal)
     box.show()

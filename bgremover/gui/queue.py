@@ -48,6 +48,8 @@ class QueueEntry:
     #: The engine jobs making its result and its comparison, while they run.
     job: int | None = None
     compare_job: int | None = None
+    #: The output-thread job bringing its result up to new settings (refine, look).
+    restage_job: int | None = None
     compare_error: str = ""
     compare_cancelled: bool = False
     #: The list icon, kept when the full-size result is dropped from memory.
@@ -55,6 +57,8 @@ class QueueEntry:
     #: The user's corrections to the mask (operations, replayed on the model's mask).
     #: Small, and never dropped by the memory policy: a remade result gets them back.
     edits: list[Any] = field(default_factory=list)
+    #: Where its current result was last saved; None while it has unsaved work.
+    saved_to: Path | None = None
 
     @property
     def unloaded(self) -> bool:

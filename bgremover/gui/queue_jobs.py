@@ -3,6 +3,11 @@
 :class:`QueueJobs` submits an image's cut-out and comparison to the engine
 runner, each waiting for the one job that obtains and loads the model it needs,
 and turns every job's end into the image's state in the :class:`QueueModel`.
+When the settings change, :meth:`QueueJobs.update` brings a result up to them by
+running again only the stages they affect: inference on the engine runner for
+another model, precision, provider or thread count; refinement and composing
+(background, mask only, decontamination) on the output runner, in milliseconds
+to a second, never queued behind other images' inference.
 It holds no widgets: the window listens to its signals and redraws.
 """
 
@@ -18,7 +23,8 @@ from ..errors import ModelError
 from ..pipeline import EngineConfig
 from .jobs import Job, JobEnd, JobRunner, JobState
 from .queue import QueueEntry, QueueModel, Status
-from .worker import Preparing, Worker
+from .settings import Settings
+from .worker import Preparing, Worker, restage
 
 
 def model_key(config: EngineConfig) -> EngineConfig:
@@ -46,13 +52,15 @@ class QueueJobs(QObject):
         queue: QueueModel,
         worker: Worker,
         engine: JobRunner,
-        settings: Callable[[], EngineConfig],
+        output: JobRunner,
+        settings: Callable[[], Settings],
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self.queue = queue
         self.worker = worker
         self.engine = engine
+        self.output = output
         self._settings = settings
         #: Per model (and precision, providers, threads): the job that obtains and loads
         #: it, which the work that needs the model waits for (see :meth:`prepare`).
@@ -60,32 +68,78 @@ class QueueJobs(QObject):
         engine.started.connect(self._on_started)
 
     # -- submitting ----------------------------------------------------------------
-    def process(self, entry: QueueEntry) -> None:
+    def process(self, entry: QueueEntry) -> Job:
         """(Re)make ``entry``'s result with the current settings; its queued job is replaced."""
-        if entry.job is not None:
-            self.engine.cancel(entry.job)
-        config = self._settings()
-        job = self._submit("process", entry, self.worker.process, self._on_process_end, config)
+        for job_id, runner in ((entry.job, self.engine), (entry.restage_job, self.output)):
+            if job_id is not None:
+                runner.cancel(job_id)
+        entry.restage_job = None
+        settings = self._settings()
+        config, options, source = settings.engine(), settings.compose(), entry.source
+        job = self.engine.submit(
+            "process",
+            lambda ctx: self.worker.process(ctx, source, config, options),
+            tag=("process", entry.item_id, config),
+            on_end=self._on_process_end,
+            on_progress=self.report_progress,
+            after=self.prepare(config),
+        )
         entry.job, entry.status, entry.error = job.id, Status.QUEUED, ""
         self.queue.changed(entry)
+        return job
 
     def compare(self, entry: QueueEntry) -> None:
         """Compare fp32 and int8 for ``entry``."""
-        needs = replace(self._settings(), precision="int8")  # which needs the fp32 one too
-        job = self._submit("compare", entry, self.worker.compare, self._on_compare_end, needs)
+        config, source = self._settings().engine(), entry.source
+        job = self.engine.submit(
+            "compare",
+            lambda ctx: self.worker.compare(ctx, source, config),
+            tag=("compare", entry.item_id, config),
+            on_end=self._on_compare_end,
+            on_progress=self.report_progress,
+            # The int8 model is made from the fp32 one: preparing it prepares both.
+            after=self.prepare(replace(config, precision="int8")),
+        )
         entry.compare_job, entry.compare_error, entry.compare_cancelled = job.id, "", False
 
-    def _submit(self, kind: str, entry: QueueEntry, body, on_end, needs: EngineConfig) -> Job:
-        """``body(ctx, source, settings)`` for ``entry``, after ``needs``' model is ready."""
-        config, source = self._settings(), entry.source
-        return self.engine.submit(
-            kind,
-            lambda ctx: body(ctx, source, config),
-            tag=(kind, entry.item_id, config),
-            on_end=on_end,
-            on_progress=self.report_progress,
-            after=self.prepare(needs),
+    def update(self, entry: QueueEntry) -> Job | None:
+        """Bring ``entry``'s result up to the current settings, running again only the
+        stages they affect; the job doing it (None when the result is up to date).
+
+        Another model, precision, provider or thread count runs the model again (an
+        engine job). Refinement and the look of the output (background, mask only,
+        decontamination) are redone from the model's mask on the output thread.
+        """
+        settings = self._settings()
+        config, options = settings.engine(), settings.compose()
+        if entry.job is not None:
+            running = self.engine.job(entry.job)
+            if running is None or running.tag[-1] == config:
+                # Ending now, or making it with these settings: its end brings the rest
+                # up to date (the window asks again).
+                return running
+            return self.process(entry)
+        p = entry.processed
+        if p is None:
+            return None
+        stage = p.stage_for(config, options)
+        if stage is None:
+            return None
+        if stage == "infer":
+            return self.process(entry)
+        if entry.restage_job is not None:
+            pending = self.output.job(entry.restage_job)
+            if pending is not None and pending.tag[2:] == (config, options):
+                return pending
+            self.output.cancel(entry.restage_job)
+        job = self.output.submit(
+            "restage",
+            lambda ctx: restage(ctx, p, config, options),
+            tag=("restage", entry.item_id, config, options),
+            on_end=self._on_restage_end,
         )
+        entry.restage_job = job.id
+        return job
 
     def prepare(self, config: EngineConfig) -> Job | None:
         """The job that obtains and loads ``config``'s model, for work to wait on.
@@ -146,11 +200,15 @@ class QueueJobs(QObject):
         for job_id in (entry.job, entry.compare_job):
             if job_id is not None:
                 self.engine.cancel(job_id)
-        entry.job = entry.compare_job = None
+        if entry.restage_job is not None:
+            self.output.cancel(entry.restage_job)
+        entry.job = entry.compare_job = entry.restage_job = None
 
     def check_settled(self) -> None:
         busy = any(
-            e.status in (Status.QUEUED, Status.PROCESSING) or e.compare_job is not None
+            e.status in (Status.QUEUED, Status.PROCESSING)
+            or e.compare_job is not None
+            or e.restage_job is not None
             for e in self.queue.entries()
         )
         if not busy:
@@ -199,6 +257,7 @@ class QueueJobs(QObject):
         if end.ok:
             p = end.result
             entry.status, entry.error, entry.processed, entry.thumb = Status.DONE, "", p, p.thumb
+            entry.saved_to = None
             self.queue.keep_loaded(entry)
         elif cause.state is JobState.FAILED:
             # Its own failure, or its model's (reported once, by the model's job).
@@ -207,6 +266,19 @@ class QueueJobs(QObject):
             self._tell_user(end)
         else:
             entry.status, entry.error = Status.STOPPED, _stopped_reason(cause, end)
+        self.queue.changed(entry)
+        self.changed.emit(entry)
+        self.check_settled()
+
+    def _on_restage_end(self, end: JobEnd) -> None:
+        entry = self._entry_for(end, "restage_job")
+        if entry is None:
+            return
+        if end.ok:
+            entry.processed, entry.thumb, entry.saved_to = end.result, end.result.thumb, None
+            self.queue.keep_loaded(entry)
+        elif end.state is JobState.FAILED:
+            self.failed.emit(end)  # composing never fails on good data: a bug, or no memory
         self.queue.changed(entry)
         self.changed.emit(entry)
         self.check_settled()

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from PySide6.QtCore import QSettings
 
+from ..compose import ComposeOptions, parse_color
+from ..errors import UsageError
 from ..pipeline import EngineConfig
 
 
@@ -30,6 +32,15 @@ class Settings:
         mine = {f.name for f in fields(self)}
         return EngineConfig(
             **{f.name: getattr(self, f.name) for f in fields(EngineConfig) if f.name in mine}
+        )
+
+    def compose(self, mask_only: bool | None = None) -> ComposeOptions:
+        """What the outputs look like (background, mask only, decontamination): what the
+        Result view shows and Save writes. ``mask_only`` overrides the setting (Save Mask)."""
+        return ComposeOptions(
+            mask_only=self.mask_only if mask_only is None else mask_only,
+            background=parse_color(self.background) if self.background else None,
+            decontaminate=self.decontaminate,
         )
 
 
@@ -57,6 +68,10 @@ def load_settings() -> Settings:
         except (TypeError, ValueError):
             value = default  # a hand-edited or corrupt value: fall back quietly
         values[f.name] = value
+    try:
+        parse_color(values["background"] or "white")
+    except UsageError:
+        values["background"] = defaults.background  # a hand-edited colour that means nothing
     return replace(defaults, **values)
 
 
@@ -64,4 +79,36 @@ def save_settings(settings: Settings) -> None:
     store = qsettings()
     for name, value in asdict(settings).items():
         store.setValue(f"settings/{name}", value)
+    store.sync()
+
+
+#: How many files and folders File ▸ Open Recent lists.
+RECENT_LIMIT = 10
+
+
+def recent_paths() -> list[str]:
+    """Files and folders opened lately, newest first (File ▸ Open Recent)."""
+    raw = qsettings().value("recent/paths", [])
+    items = [raw] if isinstance(raw, str) else list(raw or [])
+    return [str(item) for item in items if item][:RECENT_LIMIT]
+
+
+def remember_recent(paths: list[str]) -> list[str]:
+    """Put ``paths`` at the top of the recent list (once each); the new list."""
+    fresh = list(dict.fromkeys(paths))
+    items = fresh + [p for p in recent_paths() if p not in fresh]
+    _store_recent(items[:RECENT_LIMIT])
+    return items[:RECENT_LIMIT]
+
+
+def forget_recent(path: str | None = None) -> list[str]:
+    """Drop ``path`` (or every entry, with None) from the recent list; the new list."""
+    items = [] if path is None else [p for p in recent_paths() if p != path]
+    _store_recent(items)
+    return items
+
+
+def _store_recent(items: list[str]) -> None:
+    store = qsettings()
+    store.setValue("recent/paths", items)
     store.sync()

@@ -5,17 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QCheckBox,
     QColorDialog,
     QComboBox,
     QFormLayout,
-    QHBoxLayout,
     QLabel,
-    QPushButton,
     QSpinBox,
-    QToolButton,
     QWidget,
 )
 
@@ -26,6 +23,41 @@ from .settings import Settings
 
 #: What each precision means to a user choosing it.
 PRECISION_LABELS = {"fp32": "fp32 (exact)", "int8": "int8 (faster; see Compare)"}
+#: The background choices offered at once ("" is transparent); any other colour
+#: through "Other colour…".
+BACKGROUNDS = {"": "Transparent", "#ffffff": "White", "#000000": "Black"}
+#: The data of the background box's last item, which opens the colour dialog.
+CHOOSE_COLOUR = "choose"
+#: Under the settings: whom a change reaches.
+APPLIES_TO = (
+    "Changes apply at once to the image shown, and to the others when you view or "
+    "save them, and to batches. Edit ▸ Reprocess All (Ctrl+R) redoes the whole queue now."
+)
+
+
+def colour_swatch(colour: str, size: int = 16) -> QIcon:
+    """A small square of ``colour``; a checkerboard for transparent ("")."""
+    pixmap = QPixmap(size, size)
+    pixmap.fill(QColor(245, 245, 245))
+    painter = QPainter(pixmap)
+    if colour:
+        painter.fillRect(0, 0, size, size, QColor(colour))
+    else:
+        half = size // 2
+        painter.fillRect(0, 0, half, half, QColor(204, 204, 204))
+        painter.fillRect(half, half, half, half, QColor(204, 204, 204))
+    painter.setPen(QColor(128, 128, 128))
+    painter.drawRect(0, 0, size - 1, size - 1)
+    painter.end()
+    return QIcon(pixmap)
+
+
+def model_label(name: str, size_bytes: int, cached: bool) -> str:
+    """A registry model's name, with what there is to download when it is not cached."""
+    if cached:
+        return name
+    mb = size_bytes / 1e6
+    return f"{name} ({mb:.1f} MB download)" if mb < 10 else f"{name} ({mb:.0f} MB download)"
 
 
 def select_data(box: QComboBox, value: object) -> None:
@@ -72,11 +104,12 @@ class SettingsPanel(QWidget):
         for fmt in FORMATS.values():
             self.format_box.addItem(fmt.label, fmt.name)
         select_data(self.format_box, settings.output_format)
-        self.background_button = QPushButton()
-        self.background_button.clicked.connect(self._choose_background)
-        self.clear_background = QToolButton()
-        self.clear_background.setText("Transparent")
-        self.clear_background.clicked.connect(lambda: self._emit(background=""))
+        self.background_box = QComboBox()
+        self.background_box.setToolTip("What the cutout is put on, in the view and in the file")
+        for colour, label in BACKGROUNDS.items():
+            self.background_box.addItem(colour_swatch(colour), label, colour)
+        self.background_box.addItem("Other colour…", CHOOSE_COLOUR)
+        self.background_box.activated.connect(self._background_chosen)
         self.mask_only_box = QCheckBox("Mask only")
         self.mask_only_box.setChecked(settings.mask_only)
         self.refine_box = QCheckBox("Refine edges")
@@ -93,25 +126,24 @@ class SettingsPanel(QWidget):
         self.decontaminate_box.setChecked(settings.decontaminate)
         self.fallback_label = QLabel("")
         self.fallback_label.setWordWrap(True)
+        self.applies_label = QLabel(APPLIES_TO)
+        self.applies_label.setWordWrap(True)
+        self.applies_label.setEnabled(False)  # drawn as a quiet note
         self.show_background(settings.background)
 
-        bg_row = QWidget()
-        bl = QHBoxLayout(bg_row)
-        bl.setContentsMargins(0, 0, 0, 0)
-        bl.addWidget(self.background_button, 1)
-        bl.addWidget(self.clear_background)
         form = QFormLayout(self)
         form.addRow("Model:", self.model_box)
         form.addRow("Precision:", self.precision_box)
         form.addRow("Provider:", self.provider_box)
         form.addRow("Threads:", self.threads_box)
         form.addRow("Output format:", self.format_box)
-        form.addRow("Background:", bg_row)
+        form.addRow("Background:", self.background_box)
         form.addRow("", self.refine_box)
         form.addRow("", self.decontaminate_box)
         form.addRow("", self.mask_only_box)
         form.addRow(self.fallback_label)
-        self.setMaximumWidth(340)
+        form.addRow(self.applies_label)
+        self.setMaximumWidth(360)
 
         self.model_box.currentIndexChanged.connect(
             lambda: self._emit(model=self.model_box.currentData())
@@ -161,25 +193,46 @@ class SettingsPanel(QWidget):
             if spec is None:
                 continue
             cached = self._store.cached_path(spec) is not None
-            self.model_box.setItemText(
-                i, name if cached else f"{name}  (download {spec.bytes / 1e6:.0f} MB)"
-            )
+            self.model_box.setItemText(i, model_label(name, spec.bytes, cached))
+        # The list opens wide enough for every label, whatever the pane's width.
+        metrics = self.model_box.fontMetrics()
+        texts = (self.model_box.itemText(i) for i in range(self.model_box.count()))
+        widest = max((metrics.horizontalAdvance(t) for t in texts), default=0)
+        self.model_box.view().setMinimumWidth(widest + 3 * metrics.averageCharWidth())
 
     def show_background(self, background: str) -> None:
-        self.background_button.setText(background or "none (transparent)")
-        self.background_button.setStyleSheet(f"background: {background};" if background else "")
+        """Show ``background`` as chosen (a colour of its own gets an item) without
+        reporting a change."""
+        box = self.background_box
+        index = box.findData(background)
+        if index < 0:
+            custom = box.count() - 1  # before "Other colour…"
+            if box.itemData(custom - 1) not in BACKGROUNDS:
+                box.removeItem(custom - 1)  # one custom colour at a time
+                custom -= 1
+            box.insertItem(custom, colour_swatch(background), background, background)
+            index = custom
+        box.blockSignals(True)
+        box.setCurrentIndex(index)
+        box.blockSignals(False)
+        self._background = background
 
     def show_fallbacks(self, fallbacks: tuple[str, ...]) -> None:
         self.fallback_label.setText("\n".join(f"Fallback — {r}" for r in fallbacks))
 
-    def _choose_background(self) -> None:
-        current = self.background_button.text()
-        start = QColor(current if current.startswith("#") else "#ffffff")
+    def _background_chosen(self, index: int) -> None:
+        chosen = self.background_box.itemData(index)
+        if chosen != CHOOSE_COLOUR:
+            self._emit(background=chosen)
+            return
+        self.show_background(self._background)  # unless a colour is chosen below
         color = QColorDialog.getColor(
-            start, self, "Background colour", QColorDialog.ColorDialogOption.ShowAlphaChannel
+            QColor(self._background or "#ffffff"),
+            self,
+            "Background colour",
+            QColorDialog.ColorDialogOption.ShowAlphaChannel,
         )
         if color.isValid():
-            name_format = (
-                QColor.NameFormat.HexArgb if color.alpha() < 255 else QColor.NameFormat.HexRgb
-            )
-            self._emit(background=color.name(name_format))
+            # Qt writes #AARRGGBB; the engine reads #RRGGBBAA.
+            rgb = color.name(QColor.NameFormat.HexRgb)
+            self._emit(background=rgb if color.alpha() == 255 else f"{rgb}{color.alpha():02x}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QToolButton, QWidget
@@ -37,16 +38,22 @@ class PreparationBar(QWidget):
         #: The job whose preparation is shown, or None, and what it does.
         self.job_id: int | None = None
         self.task = ""
+        #: When the task shown began, and how far it was then: for the time left.
+        self._since: tuple[float, int] = (0.0, 0)
         self.hide()
 
     def show_progress(self, job_id: int, p: Preparing) -> None:
+        if (job_id, p.task) != (self.job_id, self.task):
+            self._since = (time.monotonic(), p.done)
         self.job_id, self.task = job_id, p.task
         name = p.config.model
+        left = self._time_left(p)
         if p.task == "download":
             size = f"{p.done / 1e6:.1f}" + (f" / {p.total / 1e6:.1f} MB" if p.total else " MB")
-            self.label.setText(f"Downloading the model {name}… {size}")
+            self.label.setText(f"Downloading the model {name}… {size}{left}")
         else:
-            self.label.setText(f"Making the int8 version of {name} (once, then kept)…")
+            step = f": {p.done} of {p.total} steps" if p.total else "…"
+            self.label.setText(f"Making the int8 version of {name} (once){step}{left}")
         if p.total:
             scale = 1024 if p.task == "download" else 1  # QProgressBar counts in int
             self.bar.setRange(0, max(p.total // scale, 1))
@@ -55,6 +62,15 @@ class PreparationBar(QWidget):
             self.bar.setRange(0, 0)  # busy, size unknown
         self.cancel_button.setEnabled(True)
         self.show()
+
+    def _time_left(self, p: Preparing) -> str:
+        """The time left, such as ", about 1:10 left", from the progress so far."""
+        start, done_then = self._since
+        elapsed, done = time.monotonic() - start, p.done - done_then
+        if not p.total or done <= 0 or elapsed < 2:
+            return ""
+        seconds = int(elapsed / done * (p.total - p.done))
+        return f", about {seconds // 60}:{seconds % 60:02d} left"
 
     def finish(self, job_id: int) -> None:
         """``job_id`` ended: stop showing its preparation."""

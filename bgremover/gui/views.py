@@ -1,11 +1,22 @@
 """Image views: zoom (wheel, fit, 100 %), pan, a checkerboard under transparency,
-and a lock that keeps several views on the same zoom and position."""
+a lock that keeps several views on the same zoom and position, and the drop zone
+an empty window shows."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QPixmap, QTransform, QWheelEvent
-from PySide6.QtWidgets import QGraphicsPixmapItem, QGraphicsScene, QGraphicsView, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QGraphicsPixmapItem,
+    QGraphicsScene,
+    QGraphicsView,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 MIN_ZOOM, MAX_ZOOM = 0.02, 64.0
 
@@ -105,12 +116,19 @@ class ImageView(QGraphicsView):
         if self._fit:
             self.fit()
 
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:  # the system went dark or light
+            self.setBackgroundBrush(self.palette().window())
+
     def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
         super().drawBackground(painter, rect)
         if self._checker is not None and self.has_image():
             painter.save()
             painter.setTransform(QTransform())  # a checkerboard of screen-sized cells
-            area = self.mapFromScene(self._scene.sceneRect()).boundingRect()
+            # Exactly under the image: a polygon's bounding box would be a pixel wider,
+            # and show as a dotted line beside an opaque output.
+            area = self.viewportTransform().mapRect(self._scene.sceneRect())
             painter.fillRect(area, self._checker)
             painter.restore()
 
@@ -152,3 +170,54 @@ class ViewLock:
                     view.follow(source)
         finally:
             self._busy = False
+
+
+class DropZone(QFrame):
+    """What the viewer shows when there is no image to show.
+
+    With an empty queue: an invitation to drop photos, with Open buttons. Otherwise
+    a message about the image selected (why it failed, that it is on its way).
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setFrameShadow(QFrame.Shadow.Sunken)
+        self.title = QLabel()
+        self.title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        font = self.title.font()
+        font.setPointSizeF(font.pointSizeF() * 1.6)
+        self.title.setFont(font)
+        self.text = QLabel()
+        self.text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.text.setWordWrap(True)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.open_files = QPushButton("Open Images…")
+        self.open_folder = QPushButton("Open Folder…")
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.open_files)
+        buttons.addWidget(self.open_folder)
+        buttons.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addStretch(1)
+        layout.addWidget(self.title)
+        layout.addWidget(self.text)
+        layout.addSpacing(12)
+        layout.addLayout(buttons)
+        layout.addStretch(2)
+        self.show_empty()
+
+    def show_empty(self) -> None:
+        self.show_message(
+            "Drop photos or folders here",
+            "Folders are searched for images. You can also paste an image (Ctrl+V).",
+            buttons=True,
+        )
+
+    def show_message(self, title: str, text: str = "", buttons: bool = False) -> None:
+        self.title.setText(title)
+        self.text.setText(text)
+        self.text.setVisible(bool(text))
+        self.open_files.setVisible(buttons)
+        self.open_folder.setVisible(buttons)

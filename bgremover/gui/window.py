@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QIcon, QImage, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -26,8 +26,10 @@ from PySide6.QtWidgets import (
     QLabel,
     QListView,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QSplitter,
+    QStackedWidget,
     QTabWidget,
     QToolButton,
     QVBoxLayout,
@@ -35,27 +37,44 @@ from PySide6.QtWidgets import (
 )
 
 from .. import __version__
-from ..compose import ComposeOptions, parse_color
-from ..errors import BgRemoverError, ModelError
+from ..errors import ModelError
 from ..imaging import IMAGE_EXTENSIONS, LoadedImage, from_array, walk_images
 from ..models import DEFAULT_MODEL, REGISTRY, ModelStore
 from ..output import FORMATS, format_for_path
+from ..pipeline import Result
 from .compare import ComparisonView
 from .dialogs import BatchDialog, show_error
 from .imageconv import qimage_to_rgba
 from .jobs import Job, JobEnd, JobRunner, JobState
 from .queue import QueueEntry, QueueModel, Status
 from .queue_jobs import QueueJobs
-from .settings import Settings, load_settings, save_settings
+from .settings import (
+    Settings,
+    forget_recent,
+    load_settings,
+    recent_paths,
+    remember_recent,
+    save_settings,
+)
 from .settings_panel import SettingsPanel
 from .status import LogToStatusBar, PreparationBar
-from .views import ImageView
+from .views import DropZone, ImageView
 from .worker import BatchProgress, BatchRequest, Worker, composed_image, save
 
 log = logging.getLogger(__name__)
 
-VIEW_MODES = ("original", "cutout", "mask")
-EMPTY_TEXT = "Drop images or folders here, or use File ▸ Open."
+#: The Result view's modes: what Save writes (the output for the current settings:
+#: cutout, on its background, or the mask), the photo, the mask.
+VIEW_MODES = ("output", "original", "mask")
+VIEW_LABELS = {"output": "Output", "original": "Original", "mask": "Mask"}
+VIEW_TIPS = {
+    "output": "What Save writes, with the current settings",
+    "original": "The photo as it was opened",
+    "mask": "The mask: white is kept, black removed",
+}
+#: Held down, shows the original in place of the output (before / after).
+HOLD_ORIGINAL_KEY = Qt.Key.Key_Backslash
+EMPTY_TEXT = "Nothing open yet."
 
 
 class MainWindow(QMainWindow):
@@ -69,7 +88,15 @@ class MainWindow(QMainWindow):
         self.settings: Settings = load_settings()
         self.store = ModelStore()
         self.queue = QueueModel(self)
-        self.view_mode = "cutout"
+        self.view_mode = "output"
+        #: The original is shown while the before/after key or button is held.
+        self._holding_original = False
+        #: The current image was selected by adding it, not by the user's click: if it
+        #: fails, the selection moves on to an image that can be shown.
+        self._auto_selected = False
+        #: Asked before closing with unsaved results; tests that close many windows
+        #: answer it themselves.
+        self.confirm_quit = True
         self._paste_count = 0
         self._batch_dialog: BatchDialog | None = None
         self._batch_job: int | None = None
@@ -77,7 +104,9 @@ class MainWindow(QMainWindow):
         self.worker = Worker(self.store)
         self.engine = JobRunner("engine", self)
         self.output = JobRunner("output", self)
-        self.jobs = QueueJobs(self.queue, self.worker, self.engine, lambda: self.settings.engine())
+        self.jobs = QueueJobs(
+            self.queue, self.worker, self.engine, self.output, lambda: self.settings
+        )
         self.jobs.changed.connect(self._on_entry_changed)
         self.jobs.settled.connect(self.settled)
         self.jobs.failed.connect(self._report_failure)
@@ -89,6 +118,8 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self._forget_missing_model_file()
         self._update_enabled()
+        self._update_title()
+        QApplication.instance().installEventFilter(self)  # the before/after key, anywhere
         self.resize(1280, 800)
 
     # ------------------------------------------------------------------ layout
@@ -101,6 +132,8 @@ class MainWindow(QMainWindow):
         self.queue_view.selectionModel().currentChanged.connect(lambda *_: self._on_selection())
         self.detail = QLabel(EMPTY_TEXT)
         self.detail.setWordWrap(True)
+        self.detail.setMinimumHeight(3 * self.detail.fontMetrics().lineSpacing())
+        self.detail.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         left = QWidget()
         lay = QVBoxLayout(left)
@@ -110,21 +143,40 @@ class MainWindow(QMainWindow):
         lay.addWidget(self.detail)
 
         self.viewer = ImageView()
+        self.viewer.viewChanged.connect(self._show_zoom)
+        self.drop_zone = DropZone()
+        self.drop_zone.open_files.clicked.connect(lambda: self.open_files())
+        self.drop_zone.open_folder.clicked.connect(lambda: self.open_folder())
+        self.view_stack = QStackedWidget()
+        self.view_stack.addWidget(self.drop_zone)
+        self.view_stack.addWidget(self.viewer)
         self.mode_buttons = QButtonGroup(self)
         bar = QHBoxLayout()
         for i, mode in enumerate(VIEW_MODES):
             button = QToolButton()
-            button.setText(mode.capitalize())
+            button.setText(VIEW_LABELS[mode])
             button.setCheckable(True)
             button.setChecked(mode == self.view_mode)
-            button.setToolTip(f"Show the {mode} ({i + 1})")
+            button.setToolTip(f"{VIEW_TIPS[mode]} ({i + 1})")
             self.mode_buttons.addButton(button, i)
             bar.addWidget(button)
         self.mode_buttons.idClicked.connect(lambda i: self.set_view_mode(VIEW_MODES[i]))
+        self.before_button = QToolButton()
+        self.before_button.setText("Hold for Original")
+        self.before_button.setToolTip("Hold to see the photo before; release for the output (\\)")
+        self.before_button.pressed.connect(lambda: self.hold_original(True))
+        self.before_button.released.connect(lambda: self.hold_original(False))
+        bar.addSpacing(12)
+        bar.addWidget(self.before_button)
         bar.addStretch(1)
+        self.zoom_label = QLabel("")
+        self.zoom_label.setToolTip("Zoom: wheel, Ctrl++ / Ctrl+-; Ctrl+0 fits, Ctrl+1 is 100 %")
+        self.zoom_label.setMinimumWidth(self.zoom_label.fontMetrics().horizontalAdvance("6400 %"))
+        self.zoom_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        bar.addWidget(self.zoom_label)
         for text, slot, tip in (
-            ("Fit", lambda: self.viewer.fit(), "Ctrl+0"),
-            ("100 %", lambda: self.viewer.actual_size(), "Ctrl+1"),
+            ("Fit", lambda: self.viewer.fit(), "Fit the image to the view (Ctrl+0)"),
+            ("100 %", lambda: self.viewer.actual_size(), "One image pixel a screen pixel (Ctrl+1)"),
         ):
             button = QToolButton()
             button.setText(text)
@@ -135,7 +187,7 @@ class MainWindow(QMainWindow):
         vl = QVBoxLayout(viewer_page)
         vl.setContentsMargins(0, 0, 0, 0)
         vl.addLayout(bar)
-        vl.addWidget(self.viewer, 1)
+        vl.addWidget(self.view_stack, 1)
 
         self.compare = ComparisonView()
         self.tabs = QTabWidget()
@@ -191,6 +243,9 @@ class MainWindow(QMainWindow):
             "&Open Images…", QKeySequence.StandardKey.Open, self.open_files, file_menu
         )
         self.act_open_folder = action("Open &Folder…", "Ctrl+Shift+O", self.open_folder, file_menu)
+        self.recent_menu = QMenu("Open &Recent", self)
+        file_menu.addMenu(self.recent_menu)
+        self._fill_recent_menu(recent_paths())
         self.act_paste = action(
             "&Paste Image", QKeySequence.StandardKey.Paste, self.paste, file_menu
         )
@@ -207,7 +262,7 @@ class MainWindow(QMainWindow):
         self.act_batch = action("&Batch Folder…", "Ctrl+B", lambda: self.open_batch(), file_menu)
         self.act_model_file = action("Use a Model &File…", "", self.choose_model_file, file_menu)
         file_menu.addSeparator()
-        action("&Quit", QKeySequence.StandardKey.Quit, self.close, file_menu)
+        action("&Quit", QKeySequence.StandardKey.Quit, self.close, file_menu, "Quit bgremover")
 
         edit_menu = self.menuBar().addMenu("&Edit")
         self.act_reprocess = action(
@@ -238,7 +293,7 @@ class MainWindow(QMainWindow):
         action("&Result", "Ctrl+J", lambda: self.tabs.setCurrentIndex(0), view_menu)
 
         help_menu = self.menuBar().addMenu("&Help")
-        action("&About bgremover", "", self._about, help_menu)
+        action("&About bgremover", "", self.about, help_menu, "About bgremover")
 
     def _current_view(self) -> ImageView:
         return self.compare.fp32_view if self.tabs.currentWidget() is self.compare else self.viewer
@@ -246,15 +301,60 @@ class MainWindow(QMainWindow):
     def _zoom(self, step: float) -> None:
         self._current_view().zoom_by(step)
 
-    def _about(self) -> None:
-        QMessageBox.about(
-            self,
-            "About bgremover",
-            f"bgremover {__version__}\nBackground removal with U²-Net models through "
-            "ONNX Runtime, on your own computer. Models: Apache-2.0 (U²-Net / DIS).",
+    def about(self) -> QMessageBox:
+        """The About box, with the app's own icon (never a generic warning sign)."""
+        box = QMessageBox(self)
+        box.setWindowTitle("About bgremover")
+        box.setIconPixmap(application_icon().pixmap(64, 64))
+        box.setText(f"<b>bgremover {__version__}</b>")
+        box.setInformativeText(
+            "Removes the background of photos on your own computer: nothing is uploaded.\n"
+            "Models: U²-Net and DIS (Apache-2.0), run by ONNX Runtime."
         )
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        return box
+
+    # ------------------------------------------------------------------ leaving
+    def unsaved_entries(self) -> list[QueueEntry]:
+        """Images whose result (or edits) would be lost on quitting: done, not saved since."""
+        return [
+            e
+            for e in self.queue.entries()
+            if e.saved_to is None and (e.status is Status.DONE or e.edits)
+        ]
+
+    def _quit_question(self) -> str:
+        """What quitting now would lose, in words; "" when nothing."""
+        parts = []
+        unsaved = self.unsaved_entries()
+        if len(unsaved) == 1:
+            parts.append(f"The cutout of {unsaved[0].name} has not been saved.")
+        elif unsaved:
+            parts.append(f"{len(unsaved)} cutouts have not been saved.")
+        if self._batch_job is not None:
+            parts.append(
+                "A batch is running: quitting stops it once the images being written are "
+                "finished (start it again later to resume)."
+            )
+        return " ".join(parts)
 
     def closeEvent(self, event) -> None:
+        question = self._quit_question() if self.confirm_quit else ""
+        if question:
+            box = QMessageBox(self)
+            box.setIcon(QMessageBox.Icon.Question)
+            box.setWindowTitle("Quit bgremover?")
+            box.setText(question)
+            box.setInformativeText("Quit anyway?")
+            quit_button = box.addButton("Quit", QMessageBox.ButtonRole.DestructiveRole)
+            box.addButton(QMessageBox.StandardButton.Cancel)
+            box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+            box.exec()
+            if box.clickedButton() is not quit_button:
+                event.ignore()
+                return
+        QApplication.instance().removeEventFilter(self)
         # Stop the engine's work (a batch finishes the images it is writing); saves the
         # user asked for still complete. Then leave.
         self.engine.shutdown()
@@ -270,23 +370,23 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ settings
     def _apply(self, **changes: Any) -> None:
-        """Take new settings, remember them, and withdraw queued work they invalidate."""
-        engine_before = self.settings.engine()
+        """Take new settings, remember them, and apply them at once.
+
+        Images still waiting run with them; the image shown is brought up to them now,
+        running again only the stages they affect (see :meth:`QueueJobs.update`); the
+        other finished images are when they are shown or saved.
+        """
+        before = self.settings
         self.settings = replace(self.settings, **changes)
         save_settings(self.settings)
         self.panel.show_background(self.settings.background)
-        if self.settings.engine() == engine_before:
-            return
-        # Images still waiting run with the new settings; finished ones keep theirs until
-        # Reprocess.
-        self.jobs.requeue_waiting()
-        self.statusBar().showMessage(
-            "Settings changed: queued images use them; Reprocess (Ctrl+R) applies them to "
-            "finished ones.",
-            6000,
-        )
-        self._request_current()
-        self._show_current()
+        if self.settings.engine() != before.engine():
+            self.jobs.requeue_waiting()
+        if self.settings.engine() != before.engine() or (
+            self.settings.compose() != before.compose()
+        ):
+            self._request_current()
+            self._show_current()
 
     def _forget_missing_model_file(self) -> None:
         """A model file remembered from an earlier run that is gone: back to the default."""
@@ -335,24 +435,52 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ input
     def add_paths(self, paths: list[Path]) -> int:
-        """Queue image files; folders are walked. Returns how many images were added."""
-        added = 0
+        """Queue image files; folders are walked. The first image added is selected and
+        shown. Returns how many images were added."""
+        added: list[QueueEntry] = []
         for path in paths:
             files = walk_images(path) if path.is_dir() else [path]
-            for f in files:  # a file named explicitly is tried even if its name is odd
-                self._enqueue(f, f.name)
-                added += 1
+            # A file named explicitly is tried even if its name is odd.
+            added.extend(self._enqueue(f, f.name) for f in files)
         if added:
-            self.statusBar().showMessage(f"Added {added} image(s).", 4000)
-        return added
+            self._select_added(added[0])
+            self._fill_recent_menu(remember_recent([str(p.absolute()) for p in paths]))
+            self.statusBar().showMessage(
+                f"Added {len(added)} image{'s' if len(added) > 1 else ''}.", 4000
+            )
+        return len(added)
 
     def _enqueue(self, source: Path | LoadedImage, name: str) -> QueueEntry:
         entry = self.queue.add(source, name)
         self.jobs.process(entry)
-        if not self.queue_view.currentIndex().isValid():
-            self.select(entry)
         self._update_enabled()
         return entry
+
+    def _select_added(self, entry: QueueEntry) -> None:
+        self.select(entry)
+        self._auto_selected = True
+
+    def _fill_recent_menu(self, paths: list[str]) -> None:
+        menu = self.recent_menu
+        menu.clear()
+        for path in paths:
+            shown = path if len(path) <= 70 else f"{path[:30]}…{path[-39:]}"
+            a = menu.addAction(shown.replace("&", "&&"))
+            a.setStatusTip(path)
+            a.triggered.connect(lambda _=False, p=path: self.open_recent(p))
+        if paths:
+            menu.addSeparator()
+            menu.addAction("Clear Menu", lambda: self._fill_recent_menu(forget_recent()))
+        else:
+            menu.addAction("No recent files").setEnabled(False)
+
+    def open_recent(self, path: str) -> None:
+        if not Path(path).exists():
+            self._fill_recent_menu(forget_recent(path))
+            self.statusBar().showMessage(f"{path} is no longer there; removed from the list.", 8000)
+            return
+        if not self.add_paths([Path(path)]) and Path(path).is_dir():
+            self.statusBar().showMessage(f"No images found in {path}.", 6000)
 
     def _next_paste_name(self, what: str) -> str:
         self._paste_count += 1
@@ -386,7 +514,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("The clipboard holds no image.", 4000)
             return
         name = self._next_paste_name("Pasted")
-        self._enqueue(from_array(qimage_to_rgba(image), name), name)
+        self._select_added(self._enqueue(from_array(qimage_to_rgba(image), name), name))
 
     def dragEnterEvent(self, event) -> None:
         if event.mimeData().hasUrls() or event.mimeData().hasImage():
@@ -399,7 +527,8 @@ class MainWindow(QMainWindow):
             self.add_paths(paths)
         elif data.hasImage():
             name = self._next_paste_name("Dropped")
-            self._enqueue(from_array(qimage_to_rgba(QImage(data.imageData())), name), name)
+            entry = self._enqueue(from_array(qimage_to_rgba(QImage(data.imageData())), name), name)
+            self._select_added(entry)
         event.acceptProposedAction()
 
     # ------------------------------------------------------------------ the queue
@@ -433,8 +562,23 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ job ends
     def _on_entry_changed(self, entry: QueueEntry) -> None:
-        if entry is self.current_entry():
-            self._show_current()
+        if entry is not self.current_entry():
+            self._update_title()
+            return
+        if entry.status is Status.FAILED and self._auto_selected:
+            following = self._next_showable(entry)
+            if following is not None:
+                self._select_added(following)  # a photo that can be shown, not a failure
+                return
+        if entry.status is Status.DONE:
+            self.jobs.update(entry)  # a result made with settings changed meanwhile
+        self._show_current()
+
+    def _next_showable(self, entry: QueueEntry) -> QueueEntry | None:
+        """The first image after ``entry`` that has not failed."""
+        entries = self.queue.entries()
+        later = entries[entries.index(entry) + 1 :]
+        return next((e for e in later if e.status is not Status.FAILED), None)
 
     def _report_failure(self, end: JobEnd) -> None:
         """What the user must hear of beyond the queue (a bad image only shows there).
@@ -442,8 +586,9 @@ class MainWindow(QMainWindow):
         A model that cannot be obtained or loaded: once, however many images waited for
         it. A bug: with its traceback behind Show Details.
         """
+        technical = getattr(end.error, "technical", "")
         if not isinstance(end.error, ModelError):
-            show_error(self, "bgremover", end.message, end.details)
+            show_error(self, "bgremover", end.message, end.details, technical)
             return
         config = end.tag[-1]
         message = end.message
@@ -454,7 +599,7 @@ class MainWindow(QMainWindow):
             self.panel.forget_model_file(config.model)
             self.panel.show_model(DEFAULT_MODEL)
             message += f"\n\nbgremover went back to the default model, {DEFAULT_MODEL}."
-        show_error(self, "The model could not be used", message, end.details)
+        show_error(self, "The model could not be used", message, end.details, technical)
 
     def cancel_preparation(self, job_id: int) -> None:
         """The user's Cancel on a model download (or int8 build): that job stops, and the
@@ -464,6 +609,7 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ display
     def _on_selection(self) -> None:
         """The user looks at another image or tab: start what it needs, then show it."""
+        self._auto_selected = False
         self.queue.current = self.current_entry()
         self._request_current()
         self._show_current()
@@ -479,12 +625,16 @@ class MainWindow(QMainWindow):
             self.tabs.setCurrentWidget(self.compare)
 
     def _request_current(self) -> None:
-        """Submit the work the current view needs and does not have (never more)."""
+        """Submit the work the current view needs and does not have (never more): its
+        result, made again if memory was freed, brought up to the settings if they
+        changed, and its comparison on the Compare tab."""
         entry = self.current_entry()
         if entry is None:
             return
         if entry.unloaded and entry.job is None:
             self.jobs.process(entry)  # its result was dropped to bound memory: remake it
+        elif entry.status is Status.DONE:
+            self.jobs.update(entry)
         if (
             self.tabs.currentWidget() is self.compare
             and entry.compared is None
@@ -500,38 +650,87 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentIndex(0)
         self._show_current()
 
+    def hold_original(self, held: bool) -> None:
+        """Before / after: while held, the Result view shows the photo instead."""
+        if held != self._holding_original:
+            self._holding_original = held
+            self._show_current()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        kind = event.type()
+        if (
+            kind in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease)
+            and event.key() == HOLD_ORIGINAL_KEY
+            and self.isActiveWindow()
+        ):
+            if not event.isAutoRepeat():
+                self.hold_original(kind == QEvent.Type.KeyPress)
+            return True
+        return super().eventFilter(watched, event)
+
     def _show_current(self) -> None:
         """Draw the current entry as the queue knows it. Starts nothing."""
         entry = self.current_entry()
         self._update_enabled()
-        if entry is None:
+        self._update_title()
+        p = entry.processed if entry is not None else None
+        if p is None:
             self.viewer.set_image(None)
+            self.view_stack.setCurrentWidget(self.drop_zone)
+            self._show_zoom()
+        if entry is None:
             self.compare.clear()
-            self.detail.setText(EMPTY_TEXT)
+            if len(self.queue):
+                self.drop_zone.show_message("No image selected", "Select an image in the queue.")
+                self.detail.setText("")
+            else:
+                self.drop_zone.show_empty()
+                self.detail.setText(EMPTY_TEXT)
             self.provider_label.setText("")
             return
-        p = entry.processed
         if p is not None:
             self.queue.keep_loaded(entry)
-            image = {"original": p.original, "cutout": p.cutout, "mask": p.mask}[self.view_mode]
+            mode = "original" if self._holding_original else self.view_mode
+            image = {"original": p.original, "output": p.output, "mask": p.mask}[mode]
+            self.view_stack.setCurrentWidget(self.viewer)
             self.viewer.set_image(image)
             r = p.result
-            self.detail.setText(entry.summary)
+            settings = self.settings
+            stale = p.stage_for(settings.engine(), settings.compose()) is not None
+            note = "\nApplying the new settings…" if stale else ""
+            self.detail.setText(entry.summary + note)
             active = ", ".join(x.replace("ExecutionProvider", "") for x in r.providers)
-            self.provider_label.setText(f"{r.model} {r.precision}: {active}")
+            self.provider_label.setText(f"This image: {r.model} {r.precision} on {active}")
             self.panel.show_fallbacks(r.fallbacks)
         else:
-            self.viewer.set_image(None)
+            self.provider_label.setText("")
             if entry.status is Status.FAILED:
                 self.detail.setText(f"Failed: {entry.error}")
+                self.drop_zone.show_message(f"{entry.name} could not be processed", entry.error)
             elif entry.status is Status.STOPPED:
                 self.detail.setText(f"{entry.name}: {entry.error}")
-            elif entry.unloaded:
-                self.detail.setText(f"{entry.name}: loading…")
+                self.drop_zone.show_message(f"{entry.name} was not processed", entry.error)
             else:
-                self.detail.setText(f"{entry.name}: {entry.status.value}")
+                state = "loading…" if entry.unloaded else f"{entry.status.value}…"
+                self.detail.setText(f"{entry.name}: {state}")
+                self.drop_zone.show_message(f"{entry.name}", state.capitalize())
         if self.tabs.currentWidget() is self.compare:
             self._show_comparison(entry)
+
+    def _show_zoom(self) -> None:
+        shown = self.viewer.has_image() and self.view_stack.currentWidget() is self.viewer
+        self.zoom_label.setText(f"{self.viewer.zoom * 100:.0f} %" if shown else "")
+
+    def _update_title(self) -> None:
+        entry = self.current_entry()
+        if entry is None:
+            self.setWindowTitle("bgremover")
+            self.setWindowModified(False)
+            return
+        # "[*]" is where Qt marks unsaved work (an asterisk; a dot in the close button
+        # on macOS).
+        self.setWindowTitle(f"{entry.name.replace('[*]', '[**]')}[*] — bgremover")
+        self.setWindowModified(bool(self.unsaved_entries()))
 
     def _show_comparison(self, entry: QueueEntry) -> None:
         if entry.compared is not None:
@@ -552,72 +751,146 @@ class MainWindow(QMainWindow):
 
     def _update_enabled(self) -> None:
         entry = self.current_entry()
-        has_result = entry is not None and entry.processed is not None
-        for a in (self.act_save, self.act_save_mask, self.act_copy):
-            a.setEnabled(has_result)
         self.act_remove.setEnabled(entry is not None)
         self.act_clear.setEnabled(len(self.queue) > 0)
         self.act_reprocess.setEnabled(len(self.queue) > 0)
 
     # ------------------------------------------------------------------ output
-    def _compose_options(self, mask_only: bool | None = None) -> ComposeOptions:
-        bg = self.settings.background
-        return ComposeOptions(
-            mask_only=self.settings.mask_only if mask_only is None else mask_only,
-            background=parse_color(bg) if bg else None,
-            decontaminate=self.settings.decontaminate,
-        )
+    def why_nothing_to_save(self, entry: QueueEntry | None) -> str:
+        """Why there is no output to save or copy for ``entry``; "" when there is."""
+        if entry is None:
+            return "Nothing to save yet: open or drop a photo first."
+        if entry.status is Status.FAILED:
+            return f"{entry.name} could not be processed, so there is nothing to save."
+        if entry.status is Status.STOPPED:
+            return f"{entry.name} was not processed: Reprocess (Ctrl+R) to make its cutout."
+        if entry.processed is None or entry.job is not None:
+            return f"{entry.name} is still being processed; save it when it shows done."
+        return ""
+
+    def default_save_path(self, entry: QueueEntry, mask_only: bool) -> Path:
+        """``NAME-cutout.png`` (or ``NAME-mask.png``) in the last output folder used, else
+        next to the photo: never the photo's own name."""
+        fmt = FORMATS[self.settings.output_format]
+        stem = Path(entry.name).stem + ("-mask" if mask_only else "-cutout")
+        source_folder = entry.source.parent if isinstance(entry.source, Path) else None
+        folder = self.settings.last_output_folder or source_folder or self.settings.last_folder
+        return Path(folder or Path.home()) / f"{stem}{fmt.extension}"
 
     def _save(self, mask_only: bool) -> None:
         entry = self.current_entry()
-        if entry is None or entry.processed is None:
+        reason = self.why_nothing_to_save(entry)
+        if reason or entry is None:
+            self.statusBar().showMessage(reason, 6000)
             return
         chosen = FORMATS[self.settings.output_format]
-        stem = Path(entry.name).stem + ("_mask" if mask_only else "")
-        folder = self.settings.last_output_folder or self.settings.last_folder
         filters = [chosen, *(f for f in FORMATS.values() if f is not chosen)]
-        path, _ = QFileDialog.getSaveFileName(
-            self,
-            "Save mask" if mask_only else "Save cutout",
-            str(Path(folder) / f"{stem}{chosen.extension}"),
-            ";;".join(f.dialog_filter for f in filters),
-        )
-        if path:
-            self.save_result(entry, Path(path), mask_only)
+        start = str(self.default_save_path(entry, mask_only))
+        while True:
+            # bgremover asks before replacing a file itself, after it has refused the
+            # photo's own name: Qt's own question would come first and offer that.
+            path, _ = QFileDialog.getSaveFileName(
+                self,
+                "Save mask" if mask_only else "Save cutout",
+                start,
+                ";;".join(f.dialog_filter for f in filters),
+                options=QFileDialog.Option.DontConfirmOverwrite,
+            )
+            if not path:
+                return
+            target = self.save_target(Path(path))
+            if isinstance(entry.source, Path) and target.resolve() == entry.source.resolve():
+                QMessageBox.warning(
+                    self,
+                    "Choose another name",
+                    f"{target.name} is the original photo. bgremover never replaces it: "
+                    "choose another name.",
+                )
+                start = str(self.default_save_path(entry, mask_only))
+                continue
+            if target.exists():
+                answer = QMessageBox.question(
+                    self,
+                    "Replace the file?",
+                    f"{target.name} already exists in {target.parent}. Replace it?",
+                    QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                    QMessageBox.StandardButton.No,
+                )
+                if answer != QMessageBox.StandardButton.Yes:
+                    start = str(target)
+                    continue
+            self.save_result(entry, target, mask_only)
+            return
+
+    def save_target(self, path: Path) -> Path:
+        """The file a save to ``path`` writes: the chosen format's ending is added to a
+        name without one the writers know."""
+        if format_for_path(path) is None:
+            return path.with_name(path.name + FORMATS[self.settings.output_format].extension)
+        return path
 
     def save_result(self, entry: QueueEntry, path: Path, mask_only: bool = False) -> Job | None:
-        """Write the entry's output atomically on the output thread; None if refused.
+        """Write what the Result view shows for ``entry`` (or its mask) atomically, on the
+        output thread; None if refused.
 
-        The file's format comes from its name (the chosen format's ending is added to
-        a name without a known one). The status bar, or an error box, says how it went.
+        The file's format comes from its name (see :meth:`save_target`). A result still
+        being brought up to changed settings is saved once it is; the status bar, or an
+        error box, says how it went.
         """
+        path = self.save_target(path)
         fmt = format_for_path(path)
-        if fmt is None:
-            fmt = FORMATS[self.settings.output_format]
-            path = path.with_suffix(fmt.extension)
+        assert fmt is not None
         if isinstance(entry.source, Path) and path.resolve() == entry.source.resolve():
             show_error(self, "Not saved", f"{path} is the original photo; choose another name.")
             return None
-        if entry.processed is None:
+        ready = self._up_to_date(entry, "save")
+        if ready is None:
             return None
-        try:
-            options = self._compose_options(mask_only)
-        except BgRemoverError as exc:
-            show_error(self, "Not saved", str(exc))
-            return None
-        result, name = entry.processed.result, fmt.name
+        pending, current = ready
+        # Save Mask writes the mask; Save writes what the view shows (the mask too when
+        # the setting says so).
+        options, name = self.settings.compose(True if mask_only else None), fmt.name
 
         def ended(end: JobEnd) -> None:
             if end.ok:
+                entry.saved_to = path
                 self._apply(last_output_folder=str(path.parent))
+                self._update_title()
                 self.statusBar().showMessage(f"Saved {path}", 5000)
             elif end.state is JobState.FAILED:
-                show_error(self, "Could not save", end.message, end.details)
+                technical = getattr(end.error, "technical", "")
+                show_error(self, "Could not save", end.message, end.details, technical)
+            elif end.blocked_by is not None:
+                self.statusBar().showMessage("Not saved: the settings changed; save again.", 6000)
 
         self.statusBar().showMessage(f"Saving {path.name}…")
         return self.output.submit(
-            "save", lambda ctx: save(ctx, result, options, path, name), tag=path, on_end=ended
+            "save",
+            lambda ctx: save(ctx, current(), options, path, name),
+            tag=path,
+            on_end=ended,
+            after=pending,
         )
+
+    def _up_to_date(self, entry: QueueEntry | None, verb: str):
+        """For writing ``entry``'s output: the job bringing its result up to the settings
+        (None when it is) and a function giving that result on the output thread once it
+        ran; None, with the reason in the status bar, when there is nothing to write yet."""
+        reason = self.why_nothing_to_save(entry)
+        pending = self.jobs.update(entry) if entry is not None and not reason else None
+        if entry is not None and pending is not None and pending.kind != "restage":
+            reason = f"{entry.name} is being made again with the new model settings; save it "
+            reason += "when it shows done."
+        if reason or entry is None or entry.processed is None:
+            self.statusBar().showMessage(reason.replace("save", verb), 6000)
+            return None
+        earlier = entry.processed
+
+        def current() -> Result:
+            end = pending.end if pending is not None else None
+            return (end.result if end is not None and end.ok else earlier).result
+
+        return pending, current
 
     def save_cutout(self) -> None:
         self._save(mask_only=False)
@@ -626,23 +899,24 @@ class MainWindow(QMainWindow):
         self._save(mask_only=True)
 
     def copy_cutout(self) -> Job | None:
-        entry = self.current_entry()
-        if entry is None or entry.processed is None:
+        """Copy what the Result view shows (the output for the current settings)."""
+        ready = self._up_to_date(self.current_entry(), "copy")
+        if ready is None:
             return None
-        try:
-            options = self._compose_options()
-        except BgRemoverError as exc:
-            show_error(self, "Not copied", str(exc))
-            return None
-        result = entry.processed.result
+        pending, current = ready
+        options = self.settings.compose()
 
         def ended(end: JobEnd) -> None:
             if end.ok:
                 QGuiApplication.clipboard().setImage(end.result)
-                self.statusBar().showMessage("Cutout copied to the clipboard.", 4000)
+                what = "Mask" if options.mask_only else "Cutout"
+                self.statusBar().showMessage(f"{what} copied to the clipboard.", 4000)
 
         return self.output.submit(
-            "copy", lambda ctx: composed_image(ctx, result, options), on_end=ended
+            "copy",
+            lambda ctx: composed_image(ctx, current(), options),
+            on_end=ended,
+            after=pending,
         )
 
     # ------------------------------------------------------------------ batch
@@ -665,12 +939,7 @@ class MainWindow(QMainWindow):
         assert dialog is not None
         if self._batch_job is not None:
             return None  # one batch at a time; Start is disabled while one runs
-        try:
-            options = self._compose_options()
-        except BgRemoverError as exc:
-            dialog.status.setText(f"Not started: {exc}")
-            return None
-        config = self.settings.engine()
+        options, config = self.settings.compose(), self.settings.engine()
         request = BatchRequest((src,), dst, config, options, self.settings.output_format, overwrite)
 
         def progress(job_id: int, payload: object) -> None:
@@ -723,5 +992,9 @@ def application() -> QApplication:
     app.setApplicationName("bgremover")
     app.setOrganizationName("bgremover")
     app.setApplicationVersion(__version__)
-    app.setWindowIcon(QIcon(str(Path(__file__).with_name("icon.png"))))
+    app.setWindowIcon(application_icon())
     return app
+
+
+def application_icon() -> QIcon:
+    return QIcon(str(Path(__file__).with_name("icon.png")))

@@ -45,14 +45,51 @@ class Preparing:
 
 @dataclass(frozen=True)
 class Processed:
-    """A finished image, with display-ready images made on the worker thread."""
+    """A finished image, with display-ready images made off the GUI thread.
+
+    ``output`` is what Save writes for these settings: the cutout, on its background
+    or as the mask, decontaminated or not, per ``options``.
+    """
 
     result: Result
     config: EngineConfig
+    options: ComposeOptions
     original: QImage
-    cutout: QImage
+    output: QImage
     mask: QImage
     thumb: QImage
+
+    def stage_for(self, config: EngineConfig, options: ComposeOptions) -> str | None:
+        """The first stage that must run again for these settings: "infer" (another model,
+        precision, provider or threads), "refine", "compose", or None (up to date)."""
+        if replace(config, refine=self.config.refine) != self.config:
+            return "infer"
+        if config.refine != self.config.refine:
+            return "refine"
+        if options != self.options:
+            return "compose"
+        return None
+
+
+def processed(
+    result: Result,
+    config: EngineConfig,
+    options: ComposeOptions,
+    earlier: Processed | None = None,
+) -> Processed:
+    """Display images for ``result``; those of ``earlier`` (the same photo) that still hold
+    are reused: the original always, the mask and thumbnail when the alpha is the same."""
+    rgb, alpha = result.image.rgb, result.alpha
+    kept = earlier if earlier is not None and earlier.result.alpha is alpha else None
+    return Processed(
+        result,
+        config,
+        options,
+        original=earlier.original if earlier is not None else to_display(rgb),
+        output=to_display(result.compose_array(options)),
+        mask=kept.mask if kept is not None else to_qimage(alpha),
+        thumb=kept.thumb if kept is not None else thumbnail(rgb, alpha),
+    )
 
 
 @dataclass(frozen=True)
@@ -129,21 +166,15 @@ class Worker:
         """Obtain and load the model of ``config``: a file the user picked is tried here."""
         return self.remover(ctx, config).load()
 
-    def process(self, ctx: JobContext, source: Source, config: EngineConfig) -> Processed:
+    def process(
+        self, ctx: JobContext, source: Source, config: EngineConfig, options: ComposeOptions
+    ) -> Processed:
         remover = self.remover(ctx, config)
         remover.load()
         ctx.token.check()  # withdrawn while the model was prepared
         result = remover.remove(source)
         ctx.token.check()
-        rgb, alpha = result.image.rgb, result.alpha
-        return Processed(
-            result,
-            config,
-            original=to_display(rgb),
-            cutout=to_display(result.compose_array()),
-            mask=to_qimage(alpha),
-            thumb=thumbnail(rgb, alpha),
-        )
+        return processed(result, config, options)
 
     def compare(self, ctx: JobContext, source: Source, config: EngineConfig) -> Compared:
         fp32 = self.remover(ctx, replace(config, precision="fp32"))
@@ -208,6 +239,19 @@ class Worker:
         finally:
             stream.close()  # cancelled between events: stop the pipeline's threads
         raise AssertionError("run_batch ended without BatchFinished")
+
+
+def restage(
+    ctx: JobContext, earlier: Processed, config: EngineConfig, options: ComposeOptions
+) -> Processed:
+    """``earlier`` brought up to new settings that need no inference: the alpha refined
+    again when refinement changed, then composed again (the output thread's job)."""
+    ctx.token.check()
+    result = earlier.result
+    if config.refine != earlier.config.refine:
+        result = result.with_refinement(config.refine)
+        ctx.token.check()
+    return processed(result, config, options, earlier)
 
 
 def save(ctx: JobContext, result: Result, options: ComposeOptions, path: Path, fmt: str) -> Saved:
