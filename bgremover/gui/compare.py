@@ -1,55 +1,220 @@
-"""The comparison view: fp32 | int8 | |Δα| side by side, locked zoom, and the numbers."""
+"""The comparison view: fp32 | int8 | |Δα| side by side, locked zoom, and the numbers.
+
+The three panes share the space the tab has: side by side, or (for a wide photo, where
+that leaves them mostly empty) the two masks side by side above the difference, or one
+above the other, whichever shows the photo largest. Their views fit the photo, and keep
+fitting it as the window is resized, until the user zooms. What the view shows before a
+result (a message in the panes, dashes for the numbers) takes the same room as the
+result, so nothing moves when it arrives.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QLinearGradient, QPainter
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFormLayout,
-    QGridLayout,
+    QFrame,
+    QHBoxLayout,
     QLabel,
+    QSizePolicy,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from ..report import DEFAULT_HEAT_SCALE, HEAT_LUT, heatmap
+from ..report import DEFAULT_HEAT_SCALE, HEAT_SCALES, heat_lut, heatmap, scale_label
 from .imageconv import to_qimage
 from .views import ImageView, ViewLock
 from .worker import Compared
 
+#: The legend's titles; the colour bar starts after the wider one, so it never moves.
+LEGEND_TITLES = ("|Δα|", "|Δraw|")
+
 
 class HeatLegend(QWidget):
-    """The heatmap's colour bar with its scale, 0 to 1 (|Δα| in alpha units)."""
+    """The heatmap's colour bar with its scale, 0 to the full scale."""
+
+    BAR_HEIGHT = 12
+    TICK = 3
+    #: The shortest colour bar: the three labels below it never touch.
+    MIN_BAR = 90
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setMinimumHeight(34)
-        self.title = "|Δα|"
-        self.full_scale = 1.0
+        self.title = LEGEND_TITLES[0]
+        self.full_scale = DEFAULT_HEAT_SCALE
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+
+    def _title_width(self) -> int:
+        fm = self.fontMetrics()
+        return max(fm.horizontalAdvance(t) for t in (*LEGEND_TITLES, self.title)) + 8
+
+    def _label_width(self) -> int:
+        fm = self.fontMetrics()
+        return max(fm.horizontalAdvance(scale_label(s, s)) for s in HEAT_SCALES) + 4
+
+    def sizeHint(self) -> QSize:
+        return self.minimumSizeHint() + QSize(60, 0)
+
+    def minimumSizeHint(self) -> QSize:
+        height = self.BAR_HEIGHT + self.TICK + self.fontMetrics().height() + 2
+        return QSize(self._title_width() + self._label_width() + self.MIN_BAR, height)
+
+    def bar_rect(self) -> QRect:
+        """Where the colour bar is drawn: right of the title, room for the labels below."""
+        half = self._label_width() // 2
+        left = self._title_width() + half
+        return QRect(left, 0, max(1, self.width() - left - half), self.BAR_HEIGHT)
+
+    def title_rect(self) -> QRect:
+        return QRect(0, 0, self._title_width(), self.BAR_HEIGHT + self.TICK)
 
     def paintEvent(self, event) -> None:
+        lut = heat_lut()
         painter = QPainter(self)
-        bar = self.rect().adjusted(30, 2, -8, -18)
+        bar = self.bar_rect()
         grad = QLinearGradient(bar.topLeft(), bar.topRight())
-        for i in range(0, 256, 15):
-            r, g, b = (int(v) for v in HEAT_LUT[i])
+        for i in (*range(0, 256, 15), 255):
+            r, g, b = (int(v) for v in lut[i])
             grad.setColorAt(i / 255, QColor(r, g, b))
-        r, g, b = (int(v) for v in HEAT_LUT[255])
-        grad.setColorAt(1.0, QColor(r, g, b))
         painter.fillRect(bar, grad)
         painter.setPen(self.palette().windowText().color())
-        painter.drawText(2, bar.bottom(), self.title)
+        painter.drawText(self.title_rect(), Qt.AlignmentFlag.AlignVCenter, self.title)
+        fm = painter.fontMetrics()
         for frac in (0.0, 0.5, 1.0):
-            x = bar.left() + frac * bar.width()
-            painter.drawLine(int(x), bar.bottom(), int(x), bar.bottom() + 3)
-            label = f"{frac * self.full_scale:g}" + (
-                "+" if frac == 1.0 and self.full_scale < 1 else ""
-            )
-            width = painter.fontMetrics().horizontalAdvance(label)
-            painter.drawText(int(x - width / 2), bar.bottom() + 15, label)
+            x = bar.left() + round(frac * (bar.width() - 1))
+            painter.drawLine(x, bar.bottom(), x, bar.bottom() + self.TICK)
+            label = scale_label(frac * self.full_scale, self.full_scale)
+            width = fm.horizontalAdvance(label)
+            painter.drawText(x - width // 2, bar.bottom() + self.TICK + fm.ascent() + 1, label)
         painter.end()
+
+
+class ComparePane(QWidget):
+    """A title above one of the locked views."""
+
+    def __init__(self, title: str, view: ImageView, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.view = view
+        self.title = QLabel(title)
+        self.title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.title)
+        layout.addWidget(view, 1)
+
+    def chrome(self) -> QSize:
+        """The room the pane takes beyond its view's viewport (title, frame)."""
+        frame = 2 * self.view.frameWidth()
+        return QSize(frame, self.title.sizeHint().height() + 2 + frame)
+
+
+#: The arrangements of the three panes, as (columns, rows); the first wins a tie.
+ARRANGEMENTS = ((3, 1), (2, 2), (1, 3))
+
+
+class _Message(QLabel):
+    """The message over the empty panes; it is re-centred whenever its text changes."""
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        area = self.parentWidget()
+        if isinstance(area, PaneArea):
+            area.place_message()
+
+
+class PaneArea(QWidget):
+    """Lays the panes out to show the photo largest, with a message over them when there
+    is no result (the panes keep their place, so the result takes the message's room)."""
+
+    SPACING = 6
+
+    def __init__(self, panes: list[ComparePane], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.panes = panes
+        for pane in panes:
+            pane.setParent(self)
+        #: (width, height) of the photo the arrangement is chosen for; None before any.
+        self.image_size: tuple[int, int] | None = None
+        self.columns = 3
+        self.placeholder = _Message(self)
+        self.placeholder.setWordWrap(True)
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setFrameShape(QFrame.Shape.StyledPanel)
+        self.placeholder.setAutoFillBackground(True)
+        self.placeholder.setMargin(12)
+        self.placeholder.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+
+    def sizeHint(self) -> QSize:
+        return QSize(640, 360)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(3 * 90 + 2 * self.SPACING, 160)
+
+    def set_image_size(self, size: tuple[int, int] | None) -> None:
+        if size is not None and size != self.image_size:
+            self.image_size = size
+            self._arrange()
+
+    def cells(self, columns: int) -> list[QRect]:
+        """The panes' rectangles with ``columns`` columns (two: the third centred below)."""
+        rows = -(-len(self.panes) // columns)
+        s = self.SPACING
+        w = max(1, (self.width() - (columns - 1) * s) // columns)
+        h = max(1, (self.height() - (rows - 1) * s) // rows)
+        rects = []
+        for i in range(len(self.panes)):
+            row, col = divmod(i, columns)
+            x = col * (w + s)
+            if row == rows - 1:  # a short last row is centred
+                in_row = len(self.panes) - row * columns
+                x += (self.width() - (in_row * w + (in_row - 1) * s)) // 2
+            rects.append(QRect(x, row * (h + s), w, h))
+        return rects
+
+    def scale(self, columns: int) -> float:
+        """How large the photo shows, fitted, with ``columns`` columns."""
+        if self.image_size is None:
+            return 0.0
+        iw, ih = self.image_size
+        chrome = self.panes[0].chrome()
+        cell = self.cells(columns)[0]
+        return min(
+            max(1, cell.width() - chrome.width()) / iw, max(1, cell.height() - chrome.height()) / ih
+        )
+
+    def best_columns(self) -> int:
+        if self.image_size is None:
+            return self.columns
+        best, best_scale = 3, 0.0
+        for columns, _rows in ARRANGEMENTS:
+            scale = self.scale(columns)
+            if scale > best_scale * 1.02:  # a clear gain, not a pixel's
+                best, best_scale = columns, scale
+        return best
+
+    def _arrange(self) -> None:
+        self.columns = self.best_columns()
+        for pane, rect in zip(self.panes, self.cells(self.columns), strict=True):
+            pane.setGeometry(rect)
+        self.place_message()
+
+    def place_message(self) -> None:
+        width = min(self.width() - 24, 480)
+        height = min(self.height() - 24, self.placeholder.heightForWidth(width))
+        self.placeholder.setGeometry(
+            (self.width() - width) // 2, (self.height() - height) // 2, width, height
+        )
+        self.placeholder.raise_()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._arrange()
 
 
 class ComparisonView(QWidget):
@@ -60,44 +225,56 @@ class ComparisonView(QWidget):
         self.fp32_view = ImageView(checkerboard=False)
         self.int8_view = ImageView(checkerboard=False)
         self.diff_view = ImageView(checkerboard=False)
-        self.lock = ViewLock(self.fp32_view, self.int8_view, self.diff_view)
-        self.raw_toggle = QCheckBox("Show raw model output (before min–max normalisation)")
+        self.views = (self.fp32_view, self.int8_view, self.diff_view)
+        self.lock = ViewLock(*self.views)
+        self.fit_button = QToolButton()
+        self.fit_button.setText("Fit")
+        self.fit_button.setToolTip("Fit the image to the panes (Ctrl+0)")
+        self.fit_button.clicked.connect(self.fit)
+        self.actual_button = QToolButton()
+        self.actual_button.setText("100 %")
+        self.actual_button.setToolTip("One image pixel per screen pixel (Ctrl+1)")
+        self.actual_button.clicked.connect(self.actual_size)
+        self.raw_toggle = QCheckBox("Raw model output")
         self.raw_toggle.setToolTip(
-            "Normalisation stretches each output to 0..1, which can hide the range "
-            "compression int8 causes. The raw view shows the values the model produced."
+            "The values the model produced, before min–max normalisation. Normalisation "
+            "stretches each output to 0..1, which can hide the range compression int8 causes."
         )
         self.raw_toggle.toggled.connect(self._refresh)
         self.scale_box = QComboBox()
-        for value in (1.0, 0.5, 0.25, 0.1, 0.05):
-            self.scale_box.addItem(f"heatmap full scale {value:g}", value)
+        for value in HEAT_SCALES:
+            self.scale_box.addItem(f"full scale {value:g}", value)
         self.scale_box.setCurrentIndex(self.scale_box.findData(DEFAULT_HEAT_SCALE))
-        self.scale_box.setToolTip("Differences at or above this value show at full colour")
+        self.scale_box.setToolTip(
+            "The heatmap's full scale: differences at or above it show at full colour"
+        )
         self.scale_box.currentIndexChanged.connect(self._rescale)
         self.legend = HeatLegend()
-        self.legend.full_scale = DEFAULT_HEAT_SCALE
         self._heat_cache: dict[tuple[bool, float], QImage] = {}
         self.numbers: dict[str, QLabel] = {}
         self.result: Compared | None = None
 
-        grid = QGridLayout()
-        self.titles = []
-        for col, (title, view) in enumerate(
-            (
-                ("fp32 mask", self.fp32_view),
-                ("int8 mask", self.int8_view),
-                ("|Δα| = |fp32 − int8|", self.diff_view),
-            )
-        ):
-            label = QLabel(title)
-            label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            self.titles.append(label)
-            grid.addWidget(label, 0, col)
-            grid.addWidget(view, 1, col)
-            grid.setColumnStretch(col, 1)
-        grid.addWidget(self.scale_box, 2, 1, Qt.AlignmentFlag.AlignRight)
-        grid.addWidget(self.legend, 2, 2)
+        self.panes = [
+            ComparePane("fp32 mask", self.fp32_view),
+            ComparePane("int8 mask", self.int8_view),
+            ComparePane("|Δα| = |fp32 − int8|", self.diff_view),
+        ]
+        self.titles = [pane.title for pane in self.panes]
+        self.pane_area = PaneArea(self.panes)
+        self.placeholder = self.pane_area.placeholder
+
+        tools = QHBoxLayout()
+        tools.addWidget(self.fit_button)
+        tools.addWidget(self.actual_button)
+        tools.addSpacing(12)
+        tools.addWidget(self.raw_toggle)
+        tools.addStretch(1)
+        tools.addWidget(self.scale_box)
+        tools.addSpacing(6)
+        tools.addWidget(self.legend, 0, Qt.AlignmentFlag.AlignVCenter)
 
         form = QFormLayout()
+        form.setVerticalSpacing(2)
         for key, text in (
             ("mean", "mean |Δα| (image)"),
             ("band", "mean |Δα| (edge band)"),
@@ -112,27 +289,44 @@ class ComparisonView(QWidget):
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.numbers[key] = value
             form.addRow(text + ":", value)
-        numbers = QWidget()
-        numbers.setLayout(form)
+        self.numbers_box = QWidget()
+        self.numbers_box.setLayout(form)
+        # One line per number, placeholder or not: its height never changes.
+        self.numbers_box.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
 
         layout = QVBoxLayout(self)
-        layout.addLayout(grid, 1)
-        layout.addWidget(self.raw_toggle)
-        layout.addWidget(numbers)
-        self.placeholder = QLabel(
-            "Select an image and this view runs it through the fp32 and int8 models. "
-            "The first comparison makes the int8 model (about half a minute)."
-        )
-        self.placeholder.setWordWrap(True)
-        layout.addWidget(self.placeholder)
+        layout.addLayout(tools)
+        layout.addWidget(self.pane_area, 1)
+        layout.addWidget(self.numbers_box)
+        self.clear()
 
-    def clear(self) -> None:
+    # -- zoom of the locked views ---------------------------------------------------
+    def fit(self) -> None:
+        """Fit the image to the panes; it stays fitted as they change size."""
+        for view in self.views:
+            view.fit()
+
+    def actual_size(self) -> None:
+        self.fp32_view.actual_size()  # the lock gives the others the same zoom
+
+    # -- content -------------------------------------------------------------------
+    def clear(self, size: tuple[int, int] | None = None) -> None:
+        """No result: the panes empty, a message over them, dashes for the numbers.
+
+        ``size`` (width, height), when the photo's is known, arranges the panes for it
+        now, so that its result arrives without moving them."""
         self.result = None
         self._heat_cache = {}
-        for view in (self.fp32_view, self.int8_view, self.diff_view):
+        for view in self.views:
             view.set_image(None)
         for label in self.numbers.values():
             label.setText("–")
+        self.pane_area.set_image_size(size)
+        if not self.placeholder.text():
+            self.placeholder.setText(
+                "Select an image and this view runs it through the fp32 and int8 models. "
+                "The first comparison makes the int8 model (about half a minute)."
+            )
         self.placeholder.show()
 
     def set_result(self, result: Compared) -> None:
@@ -160,21 +354,22 @@ class ComparisonView(QWidget):
             f"[{rb['min']:.3g}, {rb['max']:.3g}] {rb['distinct_values']} levels"
         )
         self.placeholder.hide()
+        self.pane_area.set_image_size(result.size)
         self._refresh()
 
     def _refresh(self) -> None:
-        r = self.result
-        if r is None:
-            return
         raw = self.raw_toggle.isChecked()
-        self.legend.title = "|Δraw|" if raw else "|Δα|"
+        self.legend.title = LEGEND_TITLES[1] if raw else LEGEND_TITLES[0]
         self.titles[0].setText("fp32 raw output" if raw else "fp32 mask")
         self.titles[1].setText("int8 raw output" if raw else "int8 mask")
         self.titles[2].setText("|fp32 − int8| (raw)" if raw else "|Δα| = |fp32 − int8|")
+        self.legend.update()
+        r = self.result
+        if r is None:
+            return
         self.fp32_view.set_image(r.fp32_raw if raw else r.fp32_mask, r.size)
         self.int8_view.set_image(r.int8_raw if raw else r.int8_mask, r.size)
         self.diff_view.set_image(self._heat(raw), r.size)
-        self.legend.update()
 
     def _heat(self, raw: bool) -> QImage:
         assert self.result is not None
