@@ -13,8 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
-from PySide6.QtGui import QIcon, QImage, QPixmap
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QRect,
+    QRectF,
+    QSize,
+    Qt,
+)
+from PySide6.QtGui import QColor, QIcon, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import QApplication, QStyle
 
 from ..imaging import LoadedImage
@@ -93,6 +102,48 @@ class QueueEntry:
 RESULT_CACHE_PIXELS = 25_000_000
 
 ID_ROLE = Qt.ItemDataRole.UserRole
+#: The entry's name and its :class:`Status`, each on its own, for the list's delegate.
+NAME_ROLE = Qt.ItemDataRole.UserRole + 1
+STATUS_ROLE = Qt.ItemDataRole.UserRole + 2
+
+#: The side of every row's icon, in device-independent pixels: thumbnails are
+#: letterboxed into this square, and an image without one gets a tile of the same size.
+ICON_SIZE = 56
+
+
+def icon_tile(image: QImage | None = None, symbol: QIcon | None = None) -> QIcon:
+    """A square :data:`ICON_SIZE` icon: a faint tile with ``image`` letterboxed on it
+    (its aspect kept, centred) or ``symbol`` small in its middle."""
+    app = QApplication.instance()
+    ratio = app.devicePixelRatio() if isinstance(app, QApplication) else 1.0
+    side = round(ICON_SIZE * ratio)
+    pixmap = QPixmap(side, side)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(QColor(128, 128, 128, 40))
+    painter.drawRoundedRect(QRectF(0, 0, side, side), 4 * ratio, 4 * ratio)
+    if image is not None and not image.isNull():
+        inner = side - round(4 * ratio)
+        fitted = QSize(image.width(), image.height()).scaled(
+            inner, inner, Qt.AspectRatioMode.KeepAspectRatio
+        )
+        target = QRect(
+            (side - fitted.width()) // 2,
+            (side - fitted.height()) // 2,
+            fitted.width(),
+            fitted.height(),
+        )
+        painter.drawImage(target, image)
+    elif symbol is not None:
+        small = round(ICON_SIZE * 0.55 * ratio)
+        offset = (side - small) // 2
+        symbol.paint(painter, QRect(offset, offset, small, small))
+    painter.end()
+    pixmap.setDevicePixelRatio(ratio)
+    return QIcon(pixmap)
 
 
 class QueueModel(QAbstractListModel):
@@ -107,6 +158,9 @@ class QueueModel(QAbstractListModel):
         self._next_id = 1
         #: The entry on screen, whose result the memory policy always keeps.
         self.current: QueueEntry | None = None
+        #: Each entry's list icon, made once per thumbnail, and the tiles of those without.
+        self._icons: dict[int, tuple[QImage, QIcon]] = {}
+        self._tiles: dict[str, QIcon] = {}
 
     # -- Qt's model interface ----------------------------------------------------
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
@@ -118,18 +172,40 @@ class QueueModel(QAbstractListModel):
         entry = self._rows[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
             return f"{entry.name}\n{entry.status.value}"
+        if role == NAME_ROLE:
+            return entry.name
+        if role == STATUS_ROLE:
+            return entry.status
         if role == Qt.ItemDataRole.ToolTipRole:
             where = str(entry.source) if isinstance(entry.source, Path) else entry.name
             return f"{where}\n{entry.error}" if entry.error else f"{where}: {entry.status.value}"
         if role == Qt.ItemDataRole.DecorationRole:
-            if entry.thumb is not None:
-                return QIcon(QPixmap.fromImage(entry.thumb))
-            if entry.status is Status.FAILED:
-                return QApplication.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
-            return None
+            return self._icon(entry)
         if role == ID_ROLE:
             return entry.item_id
         return None
+
+    def _icon(self, entry: QueueEntry) -> QIcon:
+        """The thumbnail, letterboxed; a failure's tile (never an older result's thumbnail
+        under a new failure); or, while there is none yet, a tile that waits for one."""
+        if entry.status is Status.FAILED or entry.thumb is None:
+            kind = "failed" if entry.status is Status.FAILED else "waiting"
+            return self._tiles.get(kind) or self._tile(kind)
+        cached = self._icons.get(entry.item_id)
+        if cached is not None and cached[0] is entry.thumb:
+            return cached[1]
+        icon = icon_tile(entry.thumb)
+        self._icons[entry.item_id] = (entry.thumb, icon)
+        return icon
+
+    def _tile(self, kind: str) -> QIcon:
+        symbol = (
+            QStyle.StandardPixmap.SP_MessageBoxWarning
+            if kind == "failed"
+            else QStyle.StandardPixmap.SP_FileIcon
+        )
+        icon = self._tiles[kind] = icon_tile(symbol=QApplication.style().standardIcon(symbol))
+        return icon
 
     # -- entries -------------------------------------------------------------------
     def add(self, source: Path | LoadedImage, name: str) -> QueueEntry:
@@ -150,6 +226,7 @@ class QueueModel(QAbstractListModel):
         del self._rows[row]
         self._by_id.pop(entry.item_id, None)
         self._loaded.pop(entry.item_id, None)
+        self._icons.pop(entry.item_id, None)
         self.endRemoveRows()
 
     def clear(self) -> None:
@@ -158,6 +235,7 @@ class QueueModel(QAbstractListModel):
         self._rows.clear()
         self._by_id.clear()
         self._loaded.clear()
+        self._icons.clear()
         self.endResetModel()
 
     def get(self, item_id: int | None) -> QueueEntry | None:
