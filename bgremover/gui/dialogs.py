@@ -5,25 +5,33 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPoint, Qt, QUrl, Signal
+from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QCheckBox,
     QDialog,
     QDialogButtonBox,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
-    QListWidget,
+    QMenu,
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from ..models import REGISTRY
+from ..output import FORMATS
 from .jobs import JobEnd, JobState
+from .settings import Settings
 from .worker import BatchProgress
 
 
@@ -67,6 +75,101 @@ def _eta(seconds: float) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
+def settings_summary(settings: Settings) -> str:
+    """What a batch started now makes, in one line: model, precision, format, look."""
+    model = settings.model if settings.model in REGISTRY else Path(settings.model).name
+    fmt = FORMATS.get(settings.output_format)
+    parts = [model, settings.precision, f"{fmt.label if fmt else settings.output_format} files"]
+    if settings.mask_only:
+        parts.append("masks only (greyscale)")
+    elif settings.background:
+        parts.append(f"background {settings.background}")
+    else:
+        parts.append("transparent background")
+    if not settings.refine:
+        parts.append("edges not refined")
+    if settings.decontaminate and not settings.mask_only:
+        parts.append("colours decontaminated")
+    if settings.providers != "auto":
+        parts.append(f"provider {settings.providers}")
+    return " · ".join(parts)
+
+
+class FailureList(QTreeWidget):
+    """The batch's failures: one row per file, its name and the reason, each in a column.
+
+    The full path is in the name's tooltip; Ctrl+C (or the context menu) copies the
+    selected rows, or every row, as "path<Tab>reason" lines.
+    """
+
+    PATH_ROLE = Qt.ItemDataRole.UserRole
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setColumnCount(2)
+        self.setHeaderLabels(["File", "Reason"])
+        self.setRootIsDecorated(False)
+        self.setUniformRowHeights(True)
+        self.setAlternatingRowColors(True)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        header = self.header()
+        header.setStretchLastSection(True)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        self.setColumnWidth(0, 200)
+        self.copy_action = QAction("Copy", self)
+        self.copy_action.setShortcut(QKeySequence.StandardKey.Copy)
+        self.copy_action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        self.copy_action.triggered.connect(self.copy_selected)
+        self.addAction(self.copy_action)
+        self.copy_all_action = QAction("Copy All", self)
+        self.copy_all_action.triggered.connect(self.copy_all)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._menu)
+
+    def add(self, path: Path | None, reason: str, root: Path | None = None) -> QTreeWidgetItem:
+        """A row for ``path``, named relative to ``root`` (the input folder) when inside it."""
+        full = str(path) if path is not None else ""
+        for prefix in (f"{full}: ", f"{path.name}: " if path is not None else ""):
+            if prefix and reason.startswith(prefix):  # the path has its own column
+                reason = reason[len(prefix) :]
+                reason = reason[:1].upper() + reason[1:]
+                break
+        name = full
+        if path is not None:
+            try:
+                name = str(path.relative_to(root)) if root is not None else path.name
+            except ValueError:
+                name = path.name
+        item = QTreeWidgetItem([name, reason])
+        item.setData(0, self.PATH_ROLE, full)
+        item.setToolTip(0, full)
+        item.setToolTip(1, reason)
+        self.addTopLevelItem(item)
+        return item
+
+    def rows(self, items: list[QTreeWidgetItem] | None = None) -> str:
+        chosen = items if items is not None else self._all()
+        return "\n".join(f"{i.data(0, self.PATH_ROLE)}\t{i.text(1)}" for i in chosen)
+
+    def _all(self) -> list[QTreeWidgetItem]:
+        return [self.topLevelItem(i) for i in range(self.topLevelItemCount())]
+
+    def copy_selected(self) -> None:
+        """The selected rows to the clipboard (all of them when none is selected)."""
+        chosen = [i for i in self._all() if i.isSelected()] or self._all()
+        QGuiApplication.clipboard().setText(self.rows(chosen))
+
+    def copy_all(self) -> None:
+        QGuiApplication.clipboard().setText(self.rows())
+
+    def _menu(self, pos: QPoint) -> None:
+        menu = QMenu(self)
+        menu.addAction(self.copy_action)
+        menu.addAction(self.copy_all_action)
+        menu.exec(self.viewport().mapToGlobal(pos))
+
+
 class BatchDialog(QDialog):
     """Pick an input and an output folder, run the engine's batch, follow it, cancel it."""
 
@@ -83,22 +186,35 @@ class BatchDialog(QDialog):
         self.input_edit.setPlaceholderText("folder of photos (or drop one here)")
         self.output_edit.setPlaceholderText("where the cutouts go; the folder tree is mirrored")
         self.overwrite = QCheckBox("Redo images whose output already exists")
+        self.settings_label = QLabel("the app's current settings")
+        self.settings_label.setWordWrap(True)
+        self.settings_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.settings_label.setToolTip(
+            "A batch uses the app's settings; change them in the Settings pane before Start."
+        )
         form = QFormLayout()
         form.addRow("Input folder:", self._with_browse(self.input_edit))
         form.addRow("Output folder:", self._with_browse(self.output_edit))
         form.addRow("", self.overwrite)
+        form.addRow("Settings:", self.settings_label)
         self.progress = QProgressBar()
         self.progress.setFormat("%v / %m")
         self.status = QLabel("Pick the folders, then Start.")
         self.status.setWordWrap(True)
-        self.failures = QListWidget()
-        self.failures.setToolTip("Files that failed, with the reason")
+        self.failures_label = QLabel()
+        self.failures = FailureList()
+        self.failures_label.setBuddy(self.failures)
+        self.failures_label.hide()
         self.failures.hide()
         self.buttons = QDialogButtonBox()
+        self.open_button = QPushButton("Open Output Folder")
+        self.open_button.setToolTip("Show the cutouts in the file manager")
+        self.open_button.hide()
         self.start_button = self.buttons.addButton("Start", QDialogButtonBox.ButtonRole.AcceptRole)
         self.cancel_button = self.buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
         self.close_button = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
         self.cancel_button.setEnabled(False)
+        self.open_button.clicked.connect(self.open_output_folder)
         self.start_button.clicked.connect(self._start)
         self.cancel_button.clicked.connect(self._cancel)
         self.close_button.clicked.connect(self.close)
@@ -106,12 +222,37 @@ class BatchDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
-        layout.addWidget(self.failures)
-        layout.addWidget(self.buttons)
-        self.resize(620, 260)
+        layout.addWidget(self.failures_label)
+        layout.addWidget(self.failures, 1)
+        layout.addStretch(0)  # the room the failures take once there are some
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.open_button)
+        bottom.addStretch(1)
+        bottom.addWidget(self.buttons)
+        layout.addLayout(bottom)
+        self.resize(640, 280)
         self.running = False
         self._started_at = 0.0
         self._last = BatchProgress("started")  # the latest progress, for the counts
+        #: The folders of the batch started last.
+        self._input: Path | None = None
+        self._output: Path | None = None
+        #: The settings line to show once the running batch (which keeps its own) ends.
+        self._next_settings: str | None = None
+
+    def show_settings(self, settings: Settings) -> None:
+        """Show what a batch started now will use. The window calls this when it opens the
+        dialog and whenever the settings change; a running batch keeps showing its own."""
+        text = settings_summary(settings)
+        if self.running:
+            self._next_settings = text
+            return
+        self.settings_label.setText(text)
+        model = settings.model
+        self.settings_label.setToolTip(
+            (f"Model file: {model}\n" if model not in REGISTRY else "")
+            + "A batch uses the app's settings; change them in the Settings pane before Start."
+        )
 
     def _with_browse(self, edit: QLineEdit) -> QWidget:
         row = QWidget()
@@ -154,6 +295,9 @@ class BatchDialog(QDialog):
             return
         self.failures.clear()
         self.failures.hide()
+        self.failures_label.hide()
+        self.open_button.hide()
+        self._input, self._output = Path(src), Path(dst)
         self.startRequested.emit(Path(src), Path(dst), self.overwrite.isChecked())
 
     def _cancel(self) -> None:
@@ -170,6 +314,9 @@ class BatchDialog(QDialog):
         if running:
             self.status.setText("Starting…")
             self._last = BatchProgress("started")
+        elif self._next_settings is not None:
+            self.settings_label.setText(self._next_settings)
+            self._next_settings = None
 
     def on_progress(self, p: BatchProgress) -> None:
         self._last = p
@@ -214,11 +361,23 @@ class BatchDialog(QDialog):
         else:
             text = f"The batch could not run: {cause.message}"
         self.status.setText(text)
+        self.open_button.setVisible(self._output is not None and self._output.is_dir())
+
+    def open_output_folder(self) -> None:
+        """The output folder in the system's file manager."""
+        if self._output is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._output)))
 
     def _add_failure(self, path: Path | None, reason: str) -> None:
-        self.failures.show()
-        name = str(path) if path else ""
-        self.failures.addItem(reason if name and name in reason else f"{name}: {reason}")
+        if self.failures.isHidden():
+            self.failures.show()
+            self.failures_label.show()
+            self.resize(self.width(), max(self.height(), 440))  # room for a few rows
+        self.failures.add(path, reason, self._input)
+        count = self.failures.topLevelItemCount()
+        self.failures_label.setText(
+            f"{count} image{'s' if count != 1 else ''} failed (Ctrl+C copies the selected rows):"
+        )
 
     def closeEvent(self, event) -> None:
         if self.running:
