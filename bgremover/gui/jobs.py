@@ -2,7 +2,9 @@
 
 A :class:`JobRunner` owns one thread and a queue of jobs it runs one after
 another. The GUI submits work and learns what happened through signals,
-delivered on the GUI thread:
+emitted on the GUI thread (the runner's thread posts what happened to a mailbox
+that the GUI thread empties: Python objects never ride on queued signals, whose
+arguments PySide can lose when a slot emits another signal meanwhile):
 
 - ``started(job)`` when the job begins to run,
 - ``progress(job_id, payload)`` for each value its work yields,
@@ -32,6 +34,7 @@ import enum
 import itertools
 import threading
 import traceback
+from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,6 +151,8 @@ class JobRunner(QObject):
     started = Signal(object)  # Job
     progress = Signal(int, object)  # job id, payload
     ended = Signal(object)  # JobEnd
+    #: Something is in the mailbox (from the runner's thread to the GUI thread).
+    _posted = Signal()
 
     _ids = itertools.count(1)  # unique across runners, so ids never collide
 
@@ -161,9 +166,10 @@ class JobRunner(QObject):
         self._jobs: dict[int, Job] = {}  # every job that has not ended
         #: Jobs whose end (or progress) callbacks are still to be called; GUI thread only.
         self._callbacks: dict[int, Job] = {}
-        # Callbacks run on this object's (the GUI) thread, after the public signals.
-        self.ended.connect(self._call_on_end, Qt.ConnectionType.QueuedConnection)
-        self.progress.connect(self._call_on_progress, Qt.ConnectionType.QueuedConnection)
+        #: What happened, in order, for the GUI thread: ("started" | "progress" | "ended",
+        #: arguments). deque's append and popleft are safe across threads.
+        self._mail: deque[tuple[str, tuple[Any, ...]]] = deque()
+        self._posted.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
         self._thread = _Thread(self)
         self._thread.setObjectName(f"bgremover-{name}")
         self._thread.start()
@@ -210,7 +216,7 @@ class JobRunner(QObject):
             self._pending.remove(job)
             end = JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED)
             self._finish(job, end)
-        self.ended.emit(end)
+        self._post("ended", end)
         return True
 
     def cancel_where(self, predicate: Callable[[Job], bool]) -> list[int]:
@@ -272,16 +278,21 @@ class JobRunner(QObject):
             if blocker is not None and not blocker.ok:
                 end = JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED, blocked_by=blocker)
             else:
-                self.started.emit(job)
+                self._post("started", job)
                 end = self._run(job)
             with self._lock:
                 self._running = None
                 self._finish(job, end)
-            self.ended.emit(end)
+            self._post("ended", end)
+
+    def _post(self, kind: str, *args: Any) -> None:
+        """Hand an event to the GUI thread (any thread may call this)."""
+        self._mail.append((kind, args))
+        self._posted.emit()
 
     def _run(self, job: Job) -> JobEnd:
         def report(payload: Any) -> None:
-            self.progress.emit(job.id, payload)
+            self._post("progress", job.id, payload)
 
         context = JobContext(job.id, job.token, report)
         try:
@@ -322,15 +333,23 @@ class JobRunner(QObject):
             if close is not None:
                 close()  # a cancelled generator cleans up (e.g. stops its batch) here
 
-    # -- callbacks, on the GUI thread ------------------------------------------------
-    @Slot(object)
-    def _call_on_end(self, end: JobEnd) -> None:
-        job = self._callbacks.pop(end.job_id, None)
-        if job is not None and job.on_end is not None:
-            job.on_end(end)
-
-    @Slot(int, object)
-    def _call_on_progress(self, job_id: int, payload: Any) -> None:
-        job = self._callbacks.get(job_id)
-        if job is not None and job.on_progress is not None:
-            job.on_progress(job_id, payload)
+    # -- the GUI thread's side of the mailbox -------------------------------------------
+    @Slot()
+    def _deliver(self) -> None:
+        """Everything posted so far, in order: a job's own callback, then the signal."""
+        while self._mail:
+            kind, args = self._mail.popleft()
+            if kind == "started":
+                self.started.emit(*args)
+            elif kind == "progress":
+                job_id, payload = args
+                job = self._callbacks.get(job_id)
+                if job is not None and job.on_progress is not None:
+                    job.on_progress(job_id, payload)
+                self.progress.emit(job_id, payload)
+            else:
+                (end,) = args
+                job = self._callbacks.pop(end.job_id, None)
+                if job is not None and job.on_end is not None:
+                    job.on_end(end)
+                self.ended.emit(end)
