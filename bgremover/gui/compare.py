@@ -325,7 +325,8 @@ class ComparisonView(QWidget):
         if not self.placeholder.text():
             self.placeholder.setText(
                 "Select an image and this view runs it through the fp32 and int8 models. "
-                "The first comparison makes the int8 model (about half a minute)."
+                "The first comparison makes the int8 model, once; the status bar shows "
+                "its progress and the time left."
             )
         self.placeholder.show()
 

@@ -86,6 +86,7 @@ class QueueJobs(QObject):
         )
         entry.job, entry.status, entry.error = job.id, Status.QUEUED, ""
         self.queue.changed(entry)
+        self.changed.emit(entry)
         return job
 
     def compare(self, entry: QueueEntry) -> None:
@@ -249,6 +250,12 @@ class QueueJobs(QObject):
         if end.blocked_by is None and (end.details or isinstance(end.error, ModelError)):
             self.failed.emit(end)
 
+    def _ended(self, entry: QueueEntry) -> None:
+        """One of ``entry``'s jobs ended: its row, the window, and whether all is done."""
+        self.queue.changed(entry)
+        self.changed.emit(entry)
+        self.check_settled()
+
     def _on_process_end(self, end: JobEnd) -> None:
         entry = self._entry_for(end, "job")
         if entry is None:
@@ -266,9 +273,7 @@ class QueueJobs(QObject):
             self._tell_user(end)
         else:
             entry.status, entry.error = Status.STOPPED, _stopped_reason(cause, end)
-        self.queue.changed(entry)
-        self.changed.emit(entry)
-        self.check_settled()
+        self._ended(entry)
 
     def _on_restage_end(self, end: JobEnd) -> None:
         entry = self._entry_for(end, "restage_job")
@@ -279,9 +284,7 @@ class QueueJobs(QObject):
             self.queue.keep_loaded(entry)
         elif end.state is JobState.FAILED:
             self.failed.emit(end)  # composing never fails on good data: a bug, or no memory
-        self.queue.changed(entry)
-        self.changed.emit(entry)
-        self.check_settled()
+        self._ended(entry)
 
     def _on_compare_end(self, end: JobEnd) -> None:
         entry = self._entry_for(end, "compare_job")

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QIcon, QImage, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QLabel,
-    QListView,
     QMainWindow,
     QMenu,
     QMessageBox,
@@ -48,6 +47,7 @@ from .imageconv import qimage_to_rgba
 from .jobs import Job, JobEnd, JobRunner, JobState
 from .queue import QueueEntry, QueueModel, Status
 from .queue_jobs import QueueJobs
+from .queue_view import QueueView
 from .settings import (
     Settings,
     forget_recent,
@@ -117,18 +117,15 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
         self._build_actions()
         self._forget_missing_model_file()
-        self._update_enabled()
-        self._update_title()
+        self._show_current()  # the empty window: the drop zone
         QApplication.instance().installEventFilter(self)  # the before/after key, anywhere
         self.resize(1280, 800)
 
     # ------------------------------------------------------------------ layout
     def _build_central(self) -> None:
-        self.queue_view = QListView()
+        self.queue_view = QueueView()
         self.queue_view.setModel(self.queue)
-        self.queue_view.setIconSize(QSize(56, 56))
         self.queue_view.setMinimumWidth(220)
-        self.queue_view.setUniformItemSizes(True)
         self.queue_view.selectionModel().currentChanged.connect(lambda *_: self._on_selection())
         self.detail = QLabel(EMPTY_TEXT)
         self.detail.setWordWrap(True)
@@ -174,6 +171,7 @@ class MainWindow(QMainWindow):
         self.zoom_label.setMinimumWidth(self.zoom_label.fontMetrics().horizontalAdvance("6400 %"))
         self.zoom_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         bar.addWidget(self.zoom_label)
+        self.zoom_buttons: list[QToolButton] = []
         for text, slot, tip in (
             ("Fit", lambda: self.viewer.fit(), "Fit the image to the view (Ctrl+0)"),
             ("100 %", lambda: self.viewer.actual_size(), "One image pixel a screen pixel (Ctrl+1)"),
@@ -183,6 +181,7 @@ class MainWindow(QMainWindow):
             button.setToolTip(tip)
             button.clicked.connect(slot)
             bar.addWidget(button)
+            self.zoom_buttons.append(button)
         viewer_page = QWidget()
         vl = QVBoxLayout(viewer_page)
         vl.setContentsMargins(0, 0, 0, 0)
@@ -379,6 +378,8 @@ class MainWindow(QMainWindow):
         before = self.settings
         self.settings = replace(self.settings, **changes)
         save_settings(self.settings)
+        if self._batch_dialog is not None:
+            self._batch_dialog.show_settings(self.settings)
         self.panel.show_background(self.settings.background)
         if self.settings.engine() != before.engine():
             self.jobs.requeue_waiting()
@@ -694,10 +695,14 @@ class MainWindow(QMainWindow):
             image = {"original": p.original, "output": p.output, "mask": p.mask}[mode]
             self.view_stack.setCurrentWidget(self.viewer)
             self.viewer.set_image(image)
+            self._show_zoom()
             r = p.result
             settings = self.settings
             stale = p.stage_for(settings.engine(), settings.compose()) is not None
-            note = "\nApplying the new settings…" if stale else ""
+            if entry.status in (Status.QUEUED, Status.PROCESSING):
+                note = f"\n{entry.status.value.capitalize()} again with the new settings…"
+            else:
+                note = "\nApplying the new settings…" if stale else ""
             self.detail.setText(entry.summary + note)
             active = ", ".join(x.replace("ExecutionProvider", "") for x in r.providers)
             self.provider_label.setText(f"This image: {r.model} {r.precision} on {active}")
@@ -720,6 +725,8 @@ class MainWindow(QMainWindow):
     def _show_zoom(self) -> None:
         shown = self.viewer.has_image() and self.view_stack.currentWidget() is self.viewer
         self.zoom_label.setText(f"{self.viewer.zoom * 100:.0f} %" if shown else "")
+        for button in (*self.mode_buttons.buttons(), self.before_button, *self.zoom_buttons):
+            button.setEnabled(shown)
 
     def _update_title(self) -> None:
         entry = self.current_entry()
@@ -736,7 +743,13 @@ class MainWindow(QMainWindow):
         if entry.compared is not None:
             self.compare.set_result(entry.compared)
             return
-        self.compare.clear()
+        size = None  # the photo's, so the panes are arranged for it before the result
+        if entry.processed is not None:
+            h, w = entry.processed.result.mask.shape
+            size = (w, h)
+        elif entry.thumb is not None:
+            size = (entry.thumb.width(), entry.thumb.height())
+        self.compare.clear(size)
         if entry.compare_error:
             text = f"The comparison failed: {entry.compare_error}"
         elif entry.compare_job is not None:
@@ -881,6 +894,7 @@ class MainWindow(QMainWindow):
         if entry is not None and pending is not None and pending.kind != "restage":
             reason = f"{entry.name} is being made again with the new model settings; save it "
             reason += "when it shows done."
+            self._show_current()  # the pane says so too
         if reason or entry is None or entry.processed is None:
             self.statusBar().showMessage(reason.replace("save", verb), 6000)
             return None
@@ -930,6 +944,7 @@ class MainWindow(QMainWindow):
             self._batch_dialog = dialog
         elif folder is not None:
             self._batch_dialog.input_edit.setText(str(folder))
+        self._batch_dialog.show_settings(self.settings)
         self._batch_dialog.show()
         self._batch_dialog.raise_()
         return self._batch_dialog
