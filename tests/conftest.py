@@ -223,6 +223,18 @@ def run_cli(*args: str, env: dict[str, str] | None = None, check: bool = False):
     return proc
 
 
+def offline_env(tmp_path: Path) -> dict[str, str]:
+    """An empty model cache and no network, for runs that must stop before a model is
+    looked for: a refusal "up front" never says the model could not be obtained."""
+    return {
+        "BGREMOVER_HOME": str(tmp_path / "empty-home"),
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": "",
+    }
+
+
 def run_gui(*args: str, timeout: int = 600):
     """Run `bgremover-gui ARGS` offscreen in a subprocess with isolated settings."""
     import tempfile

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import DATA, SAMPLE, run_cli
+from conftest import DATA, SAMPLE, offline_env, run_cli
 
 
 def test_version_is_fast_and_light() -> None:
@@ -134,20 +134,9 @@ def test_progress_is_silent_without_stderr(monkeypatch: pytest.MonkeyPatch) -> N
     progress.clear()
 
 
-def _offline_home(tmp_path: Path) -> dict[str, str]:
-    """An empty model cache and no network: runs that stop before the model is needed."""
-    return {
-        "BGREMOVER_HOME": str(tmp_path / "empty-home"),
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "PIP_NO_INDEX": "1",
-        "PIP_FIND_LINKS": "",
-    }
-
-
 def test_nothing_could_run_exits_2(tmp_path: Path) -> None:
     """Every input missing, or no image in the folder: exit 2, as the README says."""
-    env = _offline_home(tmp_path)
+    env = offline_env(tmp_path)
     proc = run_cli(
         "remove", str(tmp_path / "a.jpg"), str(tmp_path / "b"), "-o", str(tmp_path / "o"), env=env
     )

@@ -7,19 +7,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from conftest import SAMPLE, run_cli
-
-
-def _offline(tmp_path: Path) -> dict[str, str]:
-    """An empty model cache and no network: a refusal that comes "up front" comes before
-    the model is looked for, so these runs never say the model could not be obtained."""
-    return {
-        "BGREMOVER_HOME": str(tmp_path / "empty-home"),
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "PIP_NO_INDEX": "1",
-        "PIP_FIND_LINKS": "",
-    }
+from conftest import SAMPLE, offline_env, run_cli
 
 
 def _photos(folder: Path, count: int = 3) -> Path:
@@ -54,7 +42,7 @@ def test_trailing_separator_makes_a_dotted_name_a_folder(tmp_path: Path, u2netp_
 
 def test_extension_the_writer_cannot_produce_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "x.jpg"
-    proc = run_cli("remove", str(SAMPLE), "-o", str(out), env=_offline(tmp_path))
+    proc = run_cli("remove", str(SAMPLE), "-o", str(out), env=offline_env(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert "Cannot write" in proc.stderr and "PNG (.png)" in proc.stderr
     assert "WebP (.webp)" in proc.stderr and "x.png" in proc.stderr
@@ -65,7 +53,7 @@ def test_extension_the_writer_cannot_produce_is_refused(tmp_path: Path) -> None:
 def test_file_name_for_a_folder_input_is_refused(tmp_path: Path) -> None:
     photos = _photos(tmp_path / "photos")
     out = tmp_path / "x.png"
-    proc = run_cli("remove", str(photos), "-o", str(out), env=_offline(tmp_path))
+    proc = run_cli("remove", str(photos), "-o", str(out), env=offline_env(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert f"-o {out} names a file" in proc.stderr
     assert f"the input {photos} is a folder: give an output folder" in proc.stderr
@@ -76,7 +64,7 @@ def test_file_name_for_several_inputs_is_refused(tmp_path: Path) -> None:
     other = tmp_path / "other.jpg"
     Image.open(SAMPLE).save(other)
     out = tmp_path / "x.webp"
-    proc = run_cli("remove", str(SAMPLE), str(other), "-o", str(out), env=_offline(tmp_path))
+    proc = run_cli("remove", str(SAMPLE), str(other), "-o", str(out), env=offline_env(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert "there are 2 inputs: give an output folder" in proc.stderr
     assert not out.exists()
@@ -84,7 +72,7 @@ def test_file_name_for_several_inputs_is_refused(tmp_path: Path) -> None:
 
 def test_format_that_disagrees_with_the_extension_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "x.png"
-    proc = run_cli("remove", str(SAMPLE), "-o", str(out), "-f", "webp", env=_offline(tmp_path))
+    proc = run_cli("remove", str(SAMPLE), "-o", str(out), "-f", "webp", env=offline_env(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert "-f webp does not match the output name" in proc.stderr and "x.webp" in proc.stderr
     assert not out.exists()
@@ -99,7 +87,7 @@ def test_existing_file_where_a_folder_is_needed_is_refused_up_front(tmp_path: Pa
         (blocker, f"The output {blocker} is an existing file, but a folder is needed"),
         (blocker / "sub", f"{blocker} is a file, not a folder"),
     ):
-        proc = run_cli("remove", str(photos), "-o", str(out), env=_offline(tmp_path))
+        proc = run_cli("remove", str(photos), "-o", str(out), env=offline_env(tmp_path))
         assert proc.returncode == 2, proc.stderr
         assert says in proc.stderr
         assert "failed:" not in proc.stderr and "Could not obtain model" not in proc.stderr

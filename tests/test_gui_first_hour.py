@@ -14,16 +14,15 @@ from PIL import Image
 pytest.importorskip("PySide6")
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QColor, QKeyEvent, QPalette
-from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
+from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QMessageBox
 
-from bgremover.gui.imageconv import qimage_to_rgba
+from bgremover import models
+from bgremover.gui.imageconv import qimage_to_rgba, to_qimage
 from bgremover.gui.queue import Status
 from bgremover.gui.settings_panel import APPLIES_TO, model_label, select_data
 from bgremover.gui.status import PreparationBar
 from bgremover.gui.worker import Preparing
 from bgremover.pipeline import EngineConfig
-
-from bgremover import models
 
 from conftest import DATA, SAMPLE, build_tiny_model, is_job, make_window, served_model
 
@@ -154,6 +153,12 @@ def test_added_images_are_selected_and_shown(qtbot, u2netp_path) -> None:
     assert window.current_entry().name == "skimage_chelsea.png"  # the first of the new ones
     assert window.viewer.has_image() and window.view_stack.currentWidget() is window.viewer
     assert window.windowTitle().startswith("skimage_chelsea.png")
+    rgb = np.asarray(Image.open(SAMPLE).convert("RGB"))
+    QApplication.clipboard().setImage(to_qimage(rgb).copy())
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.paste()  # Ctrl+V
+    assert window.current_entry().name == "Pasted image 1"
+    assert window.viewer.has_image()
 
 
 def test_a_failed_first_image_gives_way_to_the_next_good_one(qtbot, u2netp_path, tmp_path):
@@ -186,6 +191,7 @@ def test_an_empty_window_invites_a_drop(qtbot, u2netp_path) -> None:
     assert window.drop_zone.open_files.isVisibleTo(window)
     assert window.drop_zone.open_folder.isVisibleTo(window)
     assert window.windowTitle() == "bgremover"
+    assert not window.before_button.isEnabled() and window.zoom_label.text() == ""
 
 
 def test_save_with_nothing_to_save_says_why(qtbot, u2netp_path) -> None:
@@ -211,36 +217,48 @@ def test_the_default_save_name_is_never_the_photo(qtbot, u2netp_path, tmp_path) 
     assert window.default_save_path(entry, False) == out / "holiday-cutout.png"  # last folder
 
 
-def answer_save_dialogs(answers: list) -> list[str]:
-    """Drive the save dialogs and message boxes as a user would: each answer is a path
-    to type into the next file dialog, or a button for the next message box; the texts
-    of the boxes seen are returned."""
-    seen: list[str] = []
+@pytest.fixture()
+def answer_dialogs():
+    """Answers the modal dialogs that open next, as a user would: each answer is a path
+    to type into a file dialog (None: Cancel), or the button to press in a message box.
+    ``answer_dialogs(answers)`` returns the texts of the message boxes answered. Whatever
+    is left unanswered stops with the test."""
+    state: dict = {"live": True, "answered": []}
 
-    def step() -> None:
-        widget = QApplication.activeModalWidget()
-        if widget is None:
-            QTimer.singleShot(50, step)
-            return
-        answer = answers.pop(0)
-        if isinstance(widget, QFileDialog):
-            if answer is None:
-                widget.reject()
-            else:
-                widget.selectFile(str(answer))
-                widget.accept()
-        elif isinstance(widget, QMessageBox):
-            seen.append(widget.text())
-            widget.button(answer).click() if widget.button(answer) else widget.accept()
-        if answers:
+    def start(answers: list) -> list[str]:
+        seen: list[str] = []
+        todo = list(answers)
+
+        def step() -> None:
+            if not state["live"] or not todo:
+                return
+            widget = QApplication.activeModalWidget()
+            if widget is None or any(widget is w for w in state["answered"]):
+                QTimer.singleShot(50, step)
+                return
+            state["answered"].append(widget)
+            answer = todo.pop(0)
+            if isinstance(widget, QFileDialog):
+                if answer is None:
+                    widget.reject()
+                else:  # typed into the file name box, as a user does
+                    widget.setDirectory(str(Path(answer).parent))
+                    widget.findChild(QLineEdit, "fileNameEdit").setText(Path(answer).name)
+                    widget.accept()
+            elif isinstance(widget, QMessageBox):
+                seen.append(widget.text())
+                widget.button(answer).click()
             QTimer.singleShot(50, step)
 
-    QTimer.singleShot(50, step)
-    return seen
+        QTimer.singleShot(50, step)
+        return seen
+
+    yield start
+    state["live"] = False
 
 
 def test_the_save_dialog_refuses_the_original_before_any_replace_question(
-    qtbot, u2netp_path, tmp_path, monkeypatch
+    qtbot, u2netp_path, tmp_path, monkeypatch, answer_dialogs
 ) -> None:
     photo = tmp_path / "photo.png"
     shutil.copy(DATA / "skimage_chelsea.png", photo)
@@ -248,7 +266,7 @@ def test_the_save_dialog_refuses_the_original_before_any_replace_question(
     window = make_window(qtbot)
     process(qtbot, window, photo)
     monkeypatch.setattr(QFileDialog, "getSaveFileName", _qt_save_dialog)
-    seen = answer_save_dialogs([photo, QMessageBox.StandardButton.Ok, None])
+    seen = answer_dialogs([photo, QMessageBox.StandardButton.Ok, None])
     window.save_cutout()
     assert photo.read_bytes() == before  # the original is untouched
     assert len(seen) == 1 and "is the original photo" in seen[0]
@@ -271,20 +289,25 @@ def _qt_save_dialog(parent, caption, start, filters, selectedFilter="", options=
 # -- leaving -----------------------------------------------------------------------
 
 
-def test_quitting_with_an_unsaved_cutout_asks_first(qtbot, u2netp_path, tmp_path) -> None:
+def test_quitting_with_an_unsaved_cutout_asks_first(
+    qtbot, u2netp_path, tmp_path, answer_dialogs
+) -> None:
     window = make_window(qtbot)
     process(qtbot, window, SAMPLE)
     assert window.isWindowModified()
     window.confirm_quit = True
-    seen = answer_save_dialogs([QMessageBox.StandardButton.Cancel])
-    window.close()
-    assert seen and "has not been saved" in seen[0]
-    assert window.isVisible()  # Cancel keeps the window and its cutout
-    save_and_wait(qtbot, window, tmp_path / "kept.png")
-    assert not window.isWindowModified()
-    assert window._quit_question() == ""  # saved: quitting asks nothing
-    window.close()
-    assert not window.isVisible()
+    try:
+        seen = answer_dialogs([QMessageBox.StandardButton.Cancel])
+        window.close()
+        assert seen and "has not been saved" in seen[0]
+        assert window.isVisible()  # Cancel keeps the window and its cutout
+        save_and_wait(qtbot, window, tmp_path / "kept.png")
+        assert not window.isWindowModified()
+        assert window._quit_question() == ""  # saved: quitting asks nothing
+        window.close()
+        assert not window.isVisible()
+    finally:
+        window.confirm_quit = False  # whatever happened, the test's end closes it
 
 
 # -- the rest of the window --------------------------------------------------------
@@ -309,6 +332,7 @@ def test_recent_files_are_offered_and_forgotten_when_gone(qtbot, u2netp_path, tm
 def test_zoom_readout_and_holding_for_the_original(qtbot, u2netp_path) -> None:
     window = make_window(qtbot)
     process(qtbot, window, SAMPLE)
+    assert window.before_button.isEnabled()
     window.viewer.actual_size()
     assert window.zoom_label.text() == "100 %"
     window.viewer.zoom_by(2)

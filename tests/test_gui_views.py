@@ -246,10 +246,10 @@ def test_batch_dialog_shows_its_settings_lists_failures_and_opens_the_output(
 
     with qtbot.waitSignal(window.engine.ended, check_params_cb=is_job("batch"), timeout=WAIT_MS):
         dialog.start_button.click()
-        dialog.show_settings(masks)  # changed while it runs: the running batch's stay shown
-        assert dialog.settings_label.text() == shown
+        window.panel.mask_only_box.setChecked(True)  # changed while it runs: the running
+        assert dialog.settings_label.text() == shown  # batch's settings stay shown
     qtbot.waitUntil(lambda: not dialog.running, timeout=WAIT_MS)
-    assert dialog.settings_label.text() != shown  # and the new ones once it has ended
+    assert "masks only" in dialog.settings_label.text()  # and the new ones once it has ended
 
     failures = dialog.failures
     assert failures.isVisible() and failures.topLevelItemCount() == 1
