@@ -700,7 +700,7 @@ class MainWindow(QMainWindow):
             settings = self.settings
             stale = p.stage_for(settings.engine(), settings.compose()) is not None
             if entry.status in (Status.QUEUED, Status.PROCESSING):
-                note = f"\n{entry.status.value.capitalize()} again with the new settings…"
+                note = f"\nBeing made again ({entry.status.value})…"
             else:
                 note = "\nApplying the new settings…" if stale else ""
             self.detail.setText(entry.summary + note)
