@@ -304,6 +304,9 @@ def test_quitting_with_an_unsaved_cutout_asks_first(
         save_and_wait(qtbot, window, tmp_path / "kept.png")
         assert not window.isWindowModified()
         assert window._quit_question() == ""  # saved: quitting asks nothing
+        settle(qtbot, window, lambda: window._apply(background="#ffffff"))
+        assert window.isWindowModified()  # what was saved is no longer what it shows
+        save_and_wait(qtbot, window, tmp_path / "kept.png")
         window.close()
         assert not window.isVisible()
     finally:

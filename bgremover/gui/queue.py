@@ -66,8 +66,20 @@ class QueueEntry:
     #: The user's corrections to the mask (operations, replayed on the model's mask).
     #: Small, and never dropped by the memory policy: a remade result gets them back.
     edits: list[Any] = field(default_factory=list)
-    #: Where its current result was last saved; None while it has unsaved work.
+    #: Where it was last saved, and the settings (EngineConfig, ComposeOptions) of the
+    #: result saved then: a result remade alike (after its memory was freed) stays saved.
     saved_to: Path | None = None
+    saved_with: tuple[Any, Any] | None = None
+
+    @property
+    def unsaved(self) -> bool:
+        """It has a result (or edits) not saved as it is now: quitting would lose it."""
+        if self.status is not Status.DONE and not self.edits:
+            return False
+        if self.saved_to is None:
+            return True
+        p = self.processed
+        return p is not None and (p.config, p.options) != self.saved_with
 
     @property
     def unloaded(self) -> bool:

@@ -264,7 +264,6 @@ class QueueJobs(QObject):
         if end.ok:
             p = end.result
             entry.status, entry.error, entry.processed, entry.thumb = Status.DONE, "", p, p.thumb
-            entry.saved_to = None
             self.queue.keep_loaded(entry)
         elif cause.state is JobState.FAILED:
             # Its own failure, or its model's (reported once, by the model's job).
@@ -280,7 +279,7 @@ class QueueJobs(QObject):
         if entry is None:
             return
         if end.ok:
-            entry.processed, entry.thumb, entry.saved_to = end.result, end.result.thumb, None
+            entry.processed, entry.thumb = end.result, end.result.thumb
             self.queue.keep_loaded(entry)
         elif end.state is JobState.FAILED:
             self.failed.emit(end)  # composing never fails on good data: a bug, or no memory

@@ -317,11 +317,7 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ leaving
     def unsaved_entries(self) -> list[QueueEntry]:
         """Images whose result (or edits) would be lost on quitting: done, not saved since."""
-        return [
-            e
-            for e in self.queue.entries()
-            if e.saved_to is None and (e.status is Status.DONE or e.edits)
-        ]
+        return [e for e in self.queue.entries() if e.unsaved]
 
     def _quit_question(self) -> str:
         """What quitting now would lose, in words; "" when nothing."""
@@ -866,7 +862,9 @@ class MainWindow(QMainWindow):
 
         def ended(end: JobEnd) -> None:
             if end.ok:
+                saved = entry.processed  # brought up to date before the save ran
                 entry.saved_to = path
+                entry.saved_with = (saved.config, saved.options) if saved else None
                 self._apply(last_output_folder=str(path.parent))
                 self._update_title()
                 self.statusBar().showMessage(f"Saved {path}", 5000)
