@@ -310,6 +310,9 @@ class MainWindow(QMainWindow):
             "Removes the background of photos on your own computer: nothing is uploaded.\n"
             "Models: U²-Net and DIS (Apache-2.0), run by ONNX Runtime."
         )
+        box.setStyleSheet(  # the text in two lines, not six
+            "QLabel#qt_msgbox_label, QLabel#qt_msgbox_informativelabel { min-width: 24em; }"
+        )
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
         return box
