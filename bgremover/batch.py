@@ -4,7 +4,13 @@
 is a generator: each yielded event is a point where the consumer (CLI progress
 display, GUI worker) may stop by simply not asking for the next one. Outputs
 are written atomically, so stopping, cancelling or being killed never leaves a
-half-written file, and a rerun skips finished outputs.
+half-written file, and a rerun skips finished outputs: those that record being
+made from the same photo (see :func:`~bgremover.output.existing_output`).
+
+Runs that share an output folder coordinate through a claim per output file
+(:class:`~bgremover.atomic.Claim`), taken before an image is read and held until
+it is written: an image another run is working on is skipped, never written twice,
+and only temporary files whose run has ended are deleted as left over.
 """
 
 from __future__ import annotations
@@ -22,11 +28,19 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .atomic import TEMP_SUFFIX
+from .atomic import Claim, remove_leftovers
 from .compose import ComposeOptions
 from .errors import BgRemoverError, DiskFullError, ModelError
 from .imaging import LoadedImage, read_image
-from .output import is_complete_output, write_output
+from .output import (
+    DONE,
+    MISSING,
+    OTHER_PHOTO,
+    REDO,
+    SourceRecord,
+    existing_output,
+    write_output,
+)
 from .pipeline import Remover
 from .plan import Job
 
@@ -79,18 +93,32 @@ class BatchFinished:
 
 BatchEvent = BatchStarted | ItemDone | ItemSkipped | ItemFailed | BatchFinished
 
+#: ItemSkipped's reason for an output made from the same photo by an earlier run.
+ALREADY_DONE = "output already exists"
+#: ItemSkipped's reason for an output that another run (process) is making now.
+BEING_WRITTEN = "being written by another run"
+
 
 def remove_stale_temp_files(jobs: Sequence[Job]) -> int:
-    """Delete unfinished atomic-write files left in the output folders by a killed run."""
-    removed = 0
-    for folder in {job.output.parent for job in jobs}:
-        if not folder.is_dir():
-            continue
-        for leftover in folder.glob(f".*{TEMP_SUFFIX}"):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
-                removed += 1
-    return removed
+    """Delete unfinished atomic-write files left in the output folders by runs that ended
+    (killed, crashed); those of runs still writing are kept."""
+    return sum(remove_leftovers(folder) for folder in {job.output.parent for job in jobs})
+
+
+def unverified_reason(output: Path) -> str:
+    return (
+        f"{output} exists but does not record which photo it was made from (written by "
+        "bgremover 0.1.0 or earlier, or by another program): kept as it is; use --overwrite "
+        "to make it again"
+    )
+
+
+def other_photo_reason(output: Path, record: SourceRecord) -> str:
+    return (
+        f"{output} exists and was not made from this photo (it was made from "
+        f"{record.name!r}): kept as it is; use --overwrite to replace it, or another "
+        "output folder"
+    )
 
 
 def default_finishers() -> int:
@@ -154,6 +182,9 @@ class _Item:
     batch: np.ndarray | None = None
     raw: np.ndarray | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    #: This run's claim on the output, held from before reading until written or dropped.
+    claim: Claim | None = None
+    record: SourceRecord | None = None
 
 
 _DONE = object()  # end of a stage's input
@@ -235,6 +266,9 @@ class _Pipeline:
     def drop(self, item: _Item) -> None:
         """Forget an item the batch will not finish (stopping): return its pixels."""
         self.budget.release(item.pixels)
+        item.pixels = 0
+        if item.claim is not None:
+            item.claim.release()
 
     def fail(self, item: _Item, exc: BaseException) -> None:
         """Report ``item`` as failed and go on (a full disk stops the batch)."""
@@ -250,18 +284,52 @@ class _Pipeline:
             self.stop.set()
 
     # -- the stages --------------------------------------------------------------
+    def claim(self, index: int, job: Job) -> _Item | None:
+        """Claim ``job``'s output for this run, unless it is done, another run's or kept.
+
+        Returns the item to make, or None when an event said why not. The output is
+        looked at again once claimed: another run may have finished it meanwhile.
+        """
+        item = _Item(index, job, time.perf_counter())
+        with contextlib.suppress(OSError):  # if so, reading the photo says what is wrong
+            item.record = SourceRecord.of(job.source)
+        try:
+            item.claim = Claim.try_acquire(job.output)
+        except OSError as exc:
+            self.fail(item, BgRemoverError(f"{job.output}: cannot be written ({exc})."))
+            return None
+        if item.claim is None:
+            log.info("%s: skipped, %s", job.output, BEING_WRITTEN)
+            self.put(self.events_out, ItemSkipped(index, self.total, job, BEING_WRITTEN))
+            return None
+        if self.settings.overwrite or item.record is None:
+            return item
+        existing = existing_output(job.output, item.record)
+        if existing.state in (MISSING, REDO):
+            return item
+        self.drop(item)
+        if existing.state == DONE:
+            self.put(self.events_out, ItemSkipped(index, self.total, job, ALREADY_DONE))
+        elif existing.state == OTHER_PHOTO and existing.record is not None:
+            reason = other_photo_reason(job.output, existing.record)
+            self.put(self.events_out, ItemFailed(index, self.total, job, reason))
+        else:
+            reason = unverified_reason(job.output)
+            self.put(self.events_out, ItemSkipped(index, self.total, job, reason))
+        return None
+
     def read(self) -> None:
         """Skip finished outputs, decode the next image and make the model input."""
         for index, job in enumerate(self.jobs, 1):
             if self.stop.is_set():
                 return
-            if not self.settings.overwrite and is_complete_output(job.output):
-                self.put(
-                    self.events_out, ItemSkipped(index, self.total, job, "output already exists")
-                )
+            item = self.claim(index, job)
+            if item is None:
                 continue
-            item = _Item(index, job, time.perf_counter(), _pixels(job.source))
+            item.pixels = _pixels(job.source)
             if not self.budget.acquire(item.pixels, self.stop):
+                item.pixels = 0
+                self.drop(item)
                 return
             try:
                 t0 = time.perf_counter()
@@ -310,8 +378,9 @@ class _Pipeline:
                 rgb, alpha, timings = result.image.rgb, result.alpha, dict(result.timings)
                 del result  # drops the unrefined mask
                 written = write_output(
-                    rgb, alpha, self.settings.options, item.job.output, self.settings.fmt
-                )
+                    rgb, alpha, self.settings.options, item.job.output, self.settings.fmt,
+                    item.record, item.claim,
+                )  # fmt: skip
                 timings["write"] = time.perf_counter() - t0
                 del rgb, alpha
             except Exception as exc:

@@ -468,7 +468,14 @@ def cmd_models_quantize(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    from .batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
+    from .batch import (
+        ALREADY_DONE,
+        BatchFinished,
+        ItemDone,
+        ItemFailed,
+        ItemSkipped,
+        run_batch,
+    )
     from .compose import ComposeOptions, parse_color
     from .pipeline import EngineConfig, Remover
     from .plan import plan_batch, resolve_output
@@ -520,6 +527,9 @@ def cmd_remove(args: argparse.Namespace) -> int:
                 _err(f"bgremover: failed: {reason}")
             elif isinstance(event, ItemDone):
                 log.info("%s -> %s (%.2f s)", event.job.source, event.job.output, event.seconds)
+            elif event.reason != ALREADY_DONE:  # kept, or another run's: say which and why
+                progress.clear()
+                _err(f"bgremover: skipped {event.job.source}: {event.reason}")
             progress.show(_progress_line(count, event.total, start, event.job.source))
         elif isinstance(event, BatchFinished):
             finished = event

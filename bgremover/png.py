@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 import types
 import zlib
+from collections.abc import Mapping
 from typing import BinaryIO
 
 import numpy as np
@@ -30,7 +31,7 @@ try:
 except ImportError:  # pragma: no cover - zlib-ng is a dependency; stay usable without it
     _deflate = zlib
 
-__all__ = ["DEFAULT_LEVEL", "PngWriter"]
+__all__ = ["DEFAULT_LEVEL", "PngWriter", "itxt", "read_itxt"]
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: Colour type for 1 (grey), 2 (grey + alpha), 3 (RGB) and 4 (RGBA) channels.
@@ -49,11 +50,19 @@ class PngWriter:
 
     ``write_rows`` takes uint8 arrays of shape (rows, width) or (rows, width,
     channels), top to bottom, until ``height`` rows are written; ``close``
-    finishes the file. Writing more or fewer rows is an error.
+    finishes the file. Writing more or fewer rows is an error. ``text`` (keyword ->
+    text) is written as iTXt chunks (UTF-8) before the pixels, so that a reader finds
+    it in the file's first bytes.
     """
 
     def __init__(
-        self, fh: BinaryIO, width: int, height: int, channels: int, level: int = DEFAULT_LEVEL
+        self,
+        fh: BinaryIO,
+        width: int,
+        height: int,
+        channels: int,
+        level: int = DEFAULT_LEVEL,
+        text: Mapping[str, str] | None = None,
     ) -> None:
         if channels not in _COLOUR_TYPES:
             raise ValueError(f"PNG rows need 1 to 4 channels, got {channels}")
@@ -69,6 +78,8 @@ class PngWriter:
         fh.write(SIGNATURE)
         ihdr = struct.pack(">IIBBBBB", width, height, 8, _COLOUR_TYPES[channels], 0, 0, 0)
         self._chunk(b"IHDR", ihdr)
+        for keyword, value in (text or {}).items():
+            self._chunk(b"iTXt", itxt(keyword, value))
 
     def write_rows(self, rows: np.ndarray) -> None:
         rows = np.asarray(rows)
@@ -110,3 +121,38 @@ class PngWriter:
         self._fh.write(kind)
         self._fh.write(data)
         self._fh.write(struct.pack(">I", zlib.crc32(data, zlib.crc32(kind))))
+
+
+def itxt(keyword: str, text: str) -> bytes:
+    """An uncompressed iTXt chunk's data: Latin-1 keyword (1-79 characters), UTF-8 text."""
+    key = keyword.encode("latin-1")
+    if not 0 < len(key) < 80 or b"\0" in key:
+        raise ValueError(f"bad PNG text keyword {keyword!r}")
+    # keyword, NUL, compression flag 0, method 0, empty language tag and translation
+    return key + b"\0\0\0\0\0" + text.encode("utf-8")
+
+
+def read_itxt(fh: BinaryIO, keyword: str) -> str | None:
+    """The text of the first iTXt chunk called ``keyword`` before the pixels, if any.
+
+    Reads chunk headers from the file's start and stops at the first IDAT, so only the
+    first bytes of a PNG are read. ``fh`` must be at the file's start.
+    """
+    if fh.read(len(SIGNATURE)) != SIGNATURE:
+        return None
+    key = keyword.encode("latin-1") + b"\0"
+    while len(head := fh.read(8)) == 8:
+        length, kind = struct.unpack(">I4s", head)
+        if kind in (b"IDAT", b"IEND"):
+            return None
+        if kind == b"iTXt" and length < 1 << 20:
+            data = fh.read(length)
+            fh.read(4)  # CRC
+            if data.startswith(key) and data[len(key) : len(key) + 2] == b"\0\0":
+                rest = data[len(key) + 2 :]
+                parts = rest.split(b"\0", 2)  # language tag, translated keyword, text
+                if len(parts) == 3:
+                    return parts[2].decode("utf-8", "replace")
+            continue
+        fh.seek(length + 4, 1)
+    return None
