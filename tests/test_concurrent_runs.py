@@ -83,3 +83,61 @@ def test_replace_held_open_for_good_gives_a_clear_error(
         write_atomically(out, lambda fh: fh.write(b"new"))
     assert out.read_bytes() == b"old"
     assert not list(tmp_path.glob(f".*{TEMP_SUFFIX}"))
+
+
+def _camera_photos(folder: Path, count: int = 6) -> None:
+    """About 12-megapixel JPEGs, upscaled from the test photos."""
+    from PIL import Image
+
+    from conftest import real_photos
+
+    folder.mkdir()
+    photos = real_photos()
+    for i in range(count):
+        with Image.open(photos[i % len(photos)]) as img:
+            img.convert("RGB").resize((4000, 3000), Image.Resampling.BICUBIC).save(
+                folder / f"{i:02d}.jpg", quality=90
+            )
+
+
+@pytest.mark.model
+def test_two_runs_on_one_folder_write_each_output_once(tmp_path: Path, u2netp_path: Path) -> None:
+    """The second run starts once the first has written an output: both exit 0, every
+    output is whole and written once in all, and no temporary file is left."""
+    import threading
+
+    from PIL import Image
+
+    src, out = tmp_path / "in", tmp_path / "out"
+    _camera_photos(src)
+    cmd = [sys.executable, "-m", "bgremover", "-v", "remove", str(src), "-o", str(out), "-q"]
+    logs: list[list[str]] = [[], []]
+    first_written = threading.Event()
+
+    def follow(proc: subprocess.Popen, lines: list[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if " -> " in line:
+                first_written.set()
+
+    procs, readers = [], []
+    for n in range(2):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        reader = threading.Thread(target=follow, args=(proc, logs[n]), daemon=True)
+        reader.start()
+        procs.append(proc)
+        readers.append(reader)
+        if n == 0:
+            assert first_written.wait(timeout=600), "".join(logs[0])
+    codes = [proc.wait(timeout=600) for proc in procs]
+    for reader in readers:
+        reader.join(timeout=60)
+    assert codes == [0, 0], logs
+    written = [line.split(" -> ")[1].split(" (")[0] for lines in logs for line in lines
+               if line.startswith("INFO") and " -> " in line]  # fmt: skip
+    assert sorted(written) == sorted(str(out / f"{i:02d}.png") for i in range(6)), logs
+    for path in sorted(out.iterdir()):
+        with Image.open(path) as img:
+            img.load()
+    assert not [p for p in out.iterdir() if p.name.endswith(TEMP_SUFFIX)]
