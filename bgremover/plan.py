@@ -4,12 +4,23 @@ The plan is made before anything runs, so every problem with the inputs
 (missing files, names that would collide, outputs that would land on an input
 or outside the output folder) and with the output (a file where a folder is
 needed, a file name the writer cannot produce) is known and reported up front.
+
+Output names are planned to be safe on every file system, whatever the platform the
+run is on (the output folder may be a case-insensitive disk or a Windows share even
+on Linux). Below the output folder, each file and folder name is made legal on
+Windows (:func:`safe_name`), and two outputs collide when their names are equal once
+case-folded and Unicode-normalised (:func:`name_key`): ``A.png`` and ``a.png``, or
+``café.png`` spelled NFD (as macOS writes it) and NFC, are one name there.
 """
 
 from __future__ import annotations
 
+import ntpath
 import os
-from collections.abc import Sequence
+import re
+import sys
+import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +46,100 @@ class OutputTarget:
     single_file: bool
     #: The output format's name (a key of :data:`~bgremover.output.FORMATS`).
     fmt: str
+
+
+# --- names that are safe on every file system -------------------------------------------
+
+#: Characters Windows forbids in a name (``\`` and ``/`` are its separators), and the
+#: control characters 0-31.
+_FORBIDDEN = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
+
+#: Device names Windows reserves, with or without an extension, in any case.
+WINDOWS_RESERVED = frozenset(
+    ["con", "prn", "aux", "nul", "conin$", "conout$"]
+    + [f"{dev}{n}" for dev in ("com", "lpt") for n in "0123456789\u00b9\u00b2\u00b3"]
+)
+
+#: What a name becomes when nothing is left of it (a folder named only spaces and dots).
+EMPTY_NAME = "_"
+
+
+def safe_name(name: str) -> str:
+    r"""``name`` made legal as a file or folder name on Windows (and so everywhere).
+
+    - each forbidden character (``< > : " / \ | ? *`` and control characters) becomes ``_``
+      (``a:b?.png`` -> ``a_b_.png``);
+    - trailing dots and spaces are removed (``album. `` -> ``album``); a name with
+      nothing left becomes ``_``;
+    - a reserved device name (``CON``, ``PRN``, ``AUX``, ``NUL``, ``COM0``-``COM9``,
+      ``LPT0``-``LPT9``, ``COM¹``..., in any case, with any extension) gets ``_`` after
+      the part before its first dot (``CON.png`` -> ``CON_.png``, ``nul`` -> ``nul_``).
+
+    A name that is already safe is returned unchanged.
+    """
+    name = _FORBIDDEN.sub("_", name).rstrip(". ") or EMPTY_NAME
+    base, dot, rest = name.partition(".")
+    if base.rstrip(" ").casefold() in WINDOWS_RESERVED:
+        name = f"{base}_{dot}{rest}"
+    return name
+
+
+def name_key(name: str) -> str:
+    """What a name is on a case-insensitive, normalisation-insensitive file system:
+    two names with the same key are one file there (``A.png``/``a.png``; ``café``
+    in NFD and NFC)."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
+
+
+def _path_key(path: Path) -> str:
+    return name_key(str(path.resolve()))
+
+
+# --- long paths on Windows --------------------------------------------------------------
+
+#: Beyond this many characters a Windows path needs the ``\\?\`` prefix: 259 for a file
+#: (MAX_PATH, 260, holds the terminating NUL), 247 for a folder being created; the
+#: prefix is given from the lower one on (it does no harm to a shorter path).
+WINDOWS_PATH_LIMIT = 247
+_LONG_PREFIX = "\\\\?\\"
+
+
+def long_path_form(path: str) -> str:
+    r"""A Windows path in the ``\\?\`` form that lifts the 260-character limit, when it is
+    longer than :data:`WINDOWS_PATH_LIMIT`; otherwise ``path`` unchanged. Pure text (it
+    runs on any platform).
+
+    ``C:\very\long\...`` -> ``\\?\C:\very\long\...``; on a share,
+    ``\\server\share\...`` -> ``\\?\UNC\server\share\...``. Windows does not normalise a
+    prefixed path, so it is made absolute and normalised first (``/`` to ``\``, ``..``
+    resolved).
+    """
+    if path.startswith(_LONG_PREFIX):
+        return path
+    full = ntpath.abspath(path)
+    if len(full) <= WINDOWS_PATH_LIMIT:
+        return path
+    if full.startswith("\\\\"):
+        return f"{_LONG_PREFIX}UNC\\{full[2:]}"
+    return _LONG_PREFIX + full
+
+
+def windows_long_path(path: str | os.PathLike[str]) -> str:
+    r"""``path`` as it must be given to the operating system to open, create, rename,
+    delete or test it: on Windows, a path longer than :data:`WINDOWS_PATH_LIMIT` gets
+    the ``\\?\`` prefix (:func:`long_path_form`); elsewhere, and for shorter paths,
+    ``path`` unchanged.
+
+    Planned outputs keep their plain spelling (for messages and comparisons); the code
+    that touches the disk calls this when it does.
+    """
+    text = os.fspath(path)
+    if sys.platform != "win32":
+        return text
+    return long_path_form(text)
+
+
+# --- what -o names --------------------------------------------------------------------
 
 
 def _formats_named() -> str:
@@ -137,8 +242,17 @@ def plan_batch(
     - Files go to ``output/<stem>.<fmt>``.
     - One folder is mirrored into ``output``; several folders each get
       ``output/<folder name>/``.
-    - Names that would collide (``a.jpg`` and ``a.png``) get the source
-      extension added (``a_png.png``); an output never replaces an input.
+    - Every name below ``output`` is made legal on Windows (:func:`safe_name`);
+      ``output`` itself, and a single output file's name, are kept as given.
+    - Names collide when their :func:`name_key` is the same (case and Unicode
+      normalisation do not tell names apart). Folders that collide become one folder,
+      spelled as the first of them. Of files that collide, or whose name would land on
+      an input, the first keeps its name; the others get the source extension added
+      (``a_png.png``), then a number (``a_png_2.png``, ``a_png_3.png``, ...) until the
+      name is free; an output never replaces an input.
+    - The names do not depend on the order of ``inputs`` or of folder listings: the
+      candidates are sorted by their name keys (then their spelling, names that needed
+      no change first, then the source path), so a rerun plans the same names.
 
     An output that cannot be made (a file stands where its folder must be) is a
     :class:`UsageError`, raised before anything runs.
@@ -147,7 +261,7 @@ def plan_batch(
         raise UsageError(f"Unknown format {fmt!r}; use one of: {', '.join(FORMATS)}.")
     extension = FORMATS[fmt].extension
     problems: list[tuple[Path, str]] = []
-    pairs: list[tuple[Path, Path]] = []  # (source, wanted output)
+    wanted: list[_Wanted] = []
     out_resolved = output.resolve()
     folders = [p for p in inputs if p.is_dir()]
     if single_file is None:
@@ -165,41 +279,114 @@ def plan_batch(
                     f"The output folder is the input folder ({item}). The cutouts would mix "
                     "with the photos they came from; choose another output folder."
                 )
-            base = output if len(folders) == 1 else output / item.resolve().name
+            top = () if len(folders) == 1 else (item.resolve().name,)
             for src in walk_images(item, exclude=output):
                 rel = src.relative_to(item)
-                pairs.append((src, base / rel.parent / f"{src.stem}{extension}"))
+                wanted.append(_Wanted(src, (*top, *rel.parent.parts), src.stem + extension))
         elif item.is_file():
-            target = output if single_file else output / f"{item.stem}{extension}"
-            pairs.append((item, target))
+            if single_file:
+                wanted.append(_Wanted(item, (), output.name, as_given=True))
+            else:
+                wanted.append(_Wanted(item, (), item.stem + extension))
         elif item.exists():
             problems.append((item, "not a regular file or folder"))
         else:
             problems.append((item, "no such file or folder"))
 
-    input_set = {src.resolve() for src, _ in pairs}
-    output_is_folder = not single_file
-    taken: set[Path] = set()
+    base = output.parent if single_file else output
+    inside = out_resolved.parent if single_file else out_resolved
+    targets = _assign_names(wanted, base, {_path_key(w.source) for w in wanted})
     jobs: list[Job] = []
-    for src, wanted in pairs:
-        target = wanted
-        if target.resolve() in taken or target.resolve() in input_set:
-            ext = src.suffix.lower().lstrip(".") or "noext"
-            target = wanted.with_name(f"{src.stem}_{ext}{wanted.suffix}")
-        if target.resolve() in taken or target.resolve() in input_set:
-            problems.append((src, f"its output {target} would overwrite another file of this run"))
-            continue
-        if not target.resolve().is_relative_to(
-            out_resolved if output_is_folder else out_resolved.parent
-        ):
+    for want, target in zip(wanted, targets, strict=True):  # in the order of the inputs
+        if not target.resolve().is_relative_to(inside):
             problems.append(
                 (
-                    src,
+                    want.source,
                     f"its output {target} would be written outside {output} "
                     "(through a symbolic link); nothing written",
                 )
             )
             continue
-        taken.add(target.resolve())
-        jobs.append(Job(src, target))
+        jobs.append(Job(want.source, target))
     return Plan(tuple(jobs), tuple(problems))
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    """An input and the output it would get if nothing collided."""
+
+    source: Path
+    #: Folders below the output folder, as the input's folders are spelled.
+    folders: tuple[str, ...]
+    name: str
+    #: The user gave this file name (a single output file): it is not made safe.
+    as_given: bool = False
+
+    def safe_folders(self) -> tuple[str, ...]:
+        return tuple(safe_name(part) for part in self.folders)
+
+    def safe_file_name(self) -> str:
+        return self.name if self.as_given else safe_name(self.name)
+
+    def order(self) -> tuple[tuple[str, ...], tuple[str, ...], bool, str]:
+        """Where it comes in the assignment of names: deterministic for a set of inputs."""
+        safe = (*self.safe_folders(), self.safe_file_name())
+        unchanged = safe == (*self.folders, self.name)
+        return tuple(name_key(part) for part in safe), safe, not unchanged, str(self.source)
+
+
+def _collision_names(want: _Wanted) -> Iterable[str]:
+    """The names a file whose own name is taken tries, in order: ``a_png.png``, then
+    ``a_png_2.png``, ``a_png_3.png``, ..."""
+    stem, suffix = os.path.splitext(want.name)
+    ext = want.source.suffix.lower().lstrip(".") or "noext"
+    yield f"{stem}_{ext}{suffix}"
+    number = 2
+    while True:
+        yield f"{stem}_{ext}_{number}{suffix}"
+        number += 1
+
+
+def _assign_names(wanted: Sequence[_Wanted], base: Path, inputs: set[str]) -> list[Path]:
+    """The output path of each of ``wanted`` (in its order), below ``base``.
+
+    First every output whose safe name is free (by :func:`name_key`, and not an input's
+    path) takes it, so a name stays the same when another file joins; then the others
+    take their first free collision name (:func:`_collision_names`), in the same order.
+    """
+    order = sorted(range(len(wanted)), key=lambda i: wanted[i].order())
+    # Folders: each key is one folder, spelled as the first input (in order) that has it.
+    spelled: dict[tuple[str, ...], str] = {}
+    folder_of: dict[int, Path] = {}
+    taken: set[str] = set()
+    for i in order:
+        folder = base
+        keys: tuple[str, ...] = ()
+        for part in wanted[i].safe_folders():
+            keys = (*keys, name_key(part))
+            if keys not in spelled:
+                spelled[keys] = part
+                taken.add(_path_key(folder / part))  # no file may take a folder's name
+            folder = folder / spelled[keys]
+        folder_of[i] = folder
+
+    targets: dict[int, Path] = {}
+    later: list[int] = []
+    for i in order:
+        target = folder_of[i] / wanted[i].safe_file_name()
+        key = _path_key(target)
+        if key in taken or key in inputs:
+            later.append(i)
+            continue
+        taken.add(key)
+        targets[i] = target
+    for i in later:
+        want = wanted[i]
+        for name in _collision_names(want):
+            target = folder_of[i] / (name if want.as_given else safe_name(name))
+            key = _path_key(target)
+            if key not in taken and key not in inputs:
+                taken.add(key)
+                targets[i] = target
+                break
+    return [targets[i] for i in range(len(wanted))]
