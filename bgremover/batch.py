@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .atomic import Claim, remove_leftovers
+from .atomic import Claim, remove_leftovers, windows_long_path
 from .compose import ComposeOptions
 from .errors import BgRemoverError, DiskFullError, ModelError
 from .imaging import LoadedImage, read_image
@@ -102,7 +102,8 @@ BEING_WRITTEN = "being written by another run"
 def remove_stale_temp_files(jobs: Sequence[Job]) -> int:
     """Delete unfinished atomic-write files left in the output folders by runs that ended
     (killed, crashed); those of runs still writing are kept."""
-    return sum(remove_leftovers(folder) for folder in {job.output.parent for job in jobs})
+    folders = {Path(windows_long_path(job.output.parent)) for job in jobs}
+    return sum(remove_leftovers(folder) for folder in folders)
 
 
 def unverified_reason(output: Path) -> str:
@@ -294,7 +295,7 @@ class _Pipeline:
         with contextlib.suppress(OSError):  # if so, reading the photo says what is wrong
             item.record = SourceRecord.of(job.source)
         try:
-            item.claim = Claim.try_acquire(job.output)
+            item.claim = Claim.try_acquire(Path(windows_long_path(job.output)))
         except OSError as exc:
             self.fail(item, BgRemoverError(f"{job.output}: cannot be written ({exc})."))
             return None
@@ -304,7 +305,7 @@ class _Pipeline:
             return None
         if self.settings.overwrite or item.record is None:
             return item
-        existing = existing_output(job.output, item.record)
+        existing = existing_output(Path(windows_long_path(job.output)), item.record)
         if existing.state in (MISSING, REDO):
             return item
         self.drop(item)

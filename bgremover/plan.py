@@ -15,10 +15,8 @@ case-folded and Unicode-normalised (:func:`name_key`): ``A.png`` and ``a.png``, 
 
 from __future__ import annotations
 
-import ntpath
 import os
 import re
-import sys
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -96,48 +94,6 @@ def _path_key(path: Path) -> str:
 
 
 # --- long paths on Windows --------------------------------------------------------------
-
-#: Beyond this many characters a Windows path needs the ``\\?\`` prefix: 259 for a file
-#: (MAX_PATH, 260, holds the terminating NUL), 247 for a folder being created; the
-#: prefix is given from the lower one on (it does no harm to a shorter path).
-WINDOWS_PATH_LIMIT = 247
-_LONG_PREFIX = "\\\\?\\"
-
-
-def long_path_form(path: str) -> str:
-    r"""A Windows path in the ``\\?\`` form that lifts the 260-character limit, when it is
-    longer than :data:`WINDOWS_PATH_LIMIT`; otherwise ``path`` unchanged. Pure text (it
-    runs on any platform).
-
-    ``C:\very\long\...`` -> ``\\?\C:\very\long\...``; on a share,
-    ``\\server\share\...`` -> ``\\?\UNC\server\share\...``. Windows does not normalise a
-    prefixed path, so it is made absolute and normalised first (``/`` to ``\``, ``..``
-    resolved).
-    """
-    if path.startswith(_LONG_PREFIX):
-        return path
-    full = ntpath.abspath(path)
-    if len(full) <= WINDOWS_PATH_LIMIT:
-        return path
-    if full.startswith("\\\\"):
-        return f"{_LONG_PREFIX}UNC\\{full[2:]}"
-    return _LONG_PREFIX + full
-
-
-def windows_long_path(path: str | os.PathLike[str]) -> str:
-    r"""``path`` as it must be given to the operating system to open, create, rename,
-    delete or test it: on Windows, a path longer than :data:`WINDOWS_PATH_LIMIT` gets
-    the ``\\?\`` prefix (:func:`long_path_form`); elsewhere, and for shorter paths,
-    ``path`` unchanged.
-
-    Planned outputs keep their plain spelling (for messages and comparisons); the code
-    that touches the disk calls this when it does.
-    """
-    text = os.fspath(path)
-    if sys.platform != "win32":
-        return text
-    return long_path_form(text)
-
 
 # --- what -o names --------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from bgremover.plan import long_path_form, name_key, plan_batch, safe_name, windows_long_path
+from bgremover.atomic import long_path_form, windows_long_path
+from bgremover.plan import name_key, plan_batch, safe_name
 
 from conftest import DATA, SAMPLE, run_cli
 
