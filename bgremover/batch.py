@@ -294,8 +294,9 @@ class _Pipeline:
         item = _Item(index, job, time.perf_counter())
         with contextlib.suppress(OSError):  # if so, reading the photo says what is wrong
             item.record = SourceRecord.of(job.source)
+        on_disk = Path(windows_long_path(job.output))
         try:
-            item.claim = Claim.try_acquire(Path(windows_long_path(job.output)))
+            item.claim = Claim.try_acquire(on_disk)
         except OSError as exc:
             self.fail(item, BgRemoverError(f"{job.output}: cannot be written ({exc})."))
             return None
@@ -305,7 +306,7 @@ class _Pipeline:
             return None
         if self.settings.overwrite or item.record is None:
             return item
-        existing = existing_output(Path(windows_long_path(job.output)), item.record)
+        existing = existing_output(on_disk, item.record)
         if existing.state in (MISSING, REDO):
             return item
         self.drop(item)

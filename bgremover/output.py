@@ -398,7 +398,6 @@ def existing_output(path: Path, source: SourceRecord) -> Existing:
             return Existing(UNVERIFIED)
         if not record.same_photo(source):
             return Existing(OTHER_PHOTO, record)
-        complete = fmt is not None and path.stat().st_size > 0 and fmt.complete(path)
-        return Existing(DONE if complete else REDO, record)
+        return Existing(DONE if is_complete_output(path) else REDO, record)
     except OSError:
         return Existing(UNVERIFIED)
