@@ -67,3 +67,7 @@ class InferenceError(BgRemoverError):
 
 class UsageError(BgRemoverError):
     """Invalid options or arguments (bad colour, unknown provider, ...)."""
+
+
+class EditsError(BgRemoverError):
+    """A file of mask edits that cannot be read, or that does not fit the image."""

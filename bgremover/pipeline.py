@@ -18,6 +18,7 @@ import numpy as np
 from PIL import Image
 
 from .compose import ComposeOptions, compose, compose_array
+from .edit import Edits, Segmenter, apply_edits
 from .errors import InferenceError, ModelError, UsageError
 from .imaging import LoadedImage, from_array, from_pil, read_image
 from .models import DEFAULT_MODEL, PRECISIONS, ModelSpec, ModelStore, file_identity, resolve_spec
@@ -52,10 +53,20 @@ def combine_alpha(mask: np.ndarray, input_alpha: np.ndarray | None) -> np.ndarra
     return ((product + 127) // 255).astype(np.uint8)
 
 
-def output_alpha(image: LoadedImage, mask: np.ndarray, refine: bool) -> np.ndarray:
+def output_alpha(
+    image: LoadedImage,
+    mask: np.ndarray,
+    refine: bool,
+    edits: Edits | None = None,
+    segment: Segmenter | None = None,
+) -> np.ndarray:
     """The alpha outputs use: ``mask``, edge-refined with the photo's colours when
-    ``refine``, limited by the input's own transparency."""
-    return combine_alpha(refine_alpha(image.rgb, mask) if refine else mask, image.alpha)
+    ``refine``, with the user's ``edits`` replayed on it (``segment`` runs the model
+    for box and click edits), limited by the input's own transparency."""
+    alpha = refine_alpha(image.rgb, mask) if refine else mask
+    if edits:
+        alpha = apply_edits(edits, image.rgb, alpha, segment)
+    return combine_alpha(alpha, image.alpha)
 
 
 @dataclass(frozen=True)
@@ -255,7 +266,12 @@ class Remover:
                 "(1, 3, S, S) image input.",
             ) from exc
 
-    def remove(self, image: ImageInput, max_megapixels: float | None = None) -> Result:
+    def remove(
+        self,
+        image: ImageInput,
+        max_megapixels: float | None = None,
+        edits: Edits | None = None,
+    ) -> Result:
         """Cut out the subject of ``image`` (a path, PIL image, RGB(A) array or LoadedImage).
 
         ``max_megapixels`` limits the size of an image read from a file (the default
@@ -267,9 +283,8 @@ class Remover:
         batch, prep = self.prepare(loaded)
         t1 = time.perf_counter()
         raw = self.infer(batch)
-        return self.finish(
-            loaded, raw, {"read": read, "preprocess": prep, "infer": time.perf_counter() - t1}
-        )
+        timings = {"read": read, "preprocess": prep, "infer": time.perf_counter() - t1}
+        return self.finish(loaded, raw, timings, edits)
 
     # The stages of :meth:`remove`, for the batch pipeline (batch.py), which runs
     # them on different threads: prepare -> infer -> finish.
@@ -280,14 +295,29 @@ class Remover:
         batch = preprocess(loaded.rgb, self.spec, self.input_size)
         return batch, time.perf_counter() - start
 
-    def finish(self, loaded: LoadedImage, raw: np.ndarray, timings: dict[str, float]) -> Result:
-        """Mask at the source size, refined edges, the input's own alpha: the Result."""
+    def segment(self, rgb: np.ndarray) -> np.ndarray:
+        """The mask of an RGB array (a crop, for box and click edits): the model's mask,
+        edge-refined when this Remover refines."""
+        batch, _ = self.prepare(from_array(rgb))
+        height, width = rgb.shape[:2]
+        mask = postprocess(self.infer(batch), width, height)
+        return refine_alpha(rgb, mask) if self.refine else mask
+
+    def finish(
+        self,
+        loaded: LoadedImage,
+        raw: np.ndarray,
+        timings: dict[str, float],
+        edits: Edits | None = None,
+    ) -> Result:
+        """Mask at the source size, refined edges, the user's edits, the input's own
+        alpha: the Result."""
         info = self.load()
         t0 = time.perf_counter()
         height, width = loaded.rgb.shape[:2]
         mask = postprocess(raw, width, height)
         t1 = time.perf_counter()
-        alpha = output_alpha(loaded, mask, self.refine)
+        alpha = output_alpha(loaded, mask, self.refine, edits, self.segment)
         t2 = time.perf_counter()
         return Result(
             image=loaded,
