@@ -378,7 +378,7 @@ def box_feather(box: Box) -> int:
 
 
 def apply_box(
-    rgb: np.ndarray, alpha: np.ndarray, box: Box, segment: Segmenter
+    rgb: np.ndarray, alpha: np.ndarray, box: tuple[float, float, float, float], segment: Segmenter
 ) -> tuple[np.ndarray, Box | None]:
     """The network's mask of the crop replaces the mask inside ``box``, feathered at its border."""
     clipped = _clip_box(*box, alpha.shape)
