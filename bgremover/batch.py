@@ -374,7 +374,7 @@ class _Pipeline:
                 self.drop(item)
                 continue
             try:
-                result = self.remover.finish(item.loaded, item.raw, item.timings)
+                result = self.remover.finish(item.loaded, item.raw, item.timings, item.job.edits)
                 item.loaded = item.raw = None
                 t0 = time.perf_counter()
                 rgb, alpha, timings = result.image.rgb, result.alpha, dict(result.timings)

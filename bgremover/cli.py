@@ -14,6 +14,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
@@ -237,6 +238,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--overwrite",
         action="store_true",
         help="redo outputs that already exist instead of skipping them",
+    )
+    rm.add_argument(
+        "--edits",
+        type=Path,
+        metavar="FILE",
+        help="apply corrections to the mask made in the app (File > Export Edits), for "
+        "one input image; they replay on this run's model and settings (add --overwrite "
+        "to redo an output that exists)",
     )
     rm.add_argument(
         "--max-megapixels",
@@ -477,6 +486,8 @@ def cmd_remove(args: argparse.Namespace) -> int:
         run_batch,
     )
     from .compose import ComposeOptions, parse_color
+    from .edit import load_edits
+    from .errors import UsageError
     from .pipeline import EngineConfig, Remover
     from .plan import plan_batch, resolve_output
 
@@ -495,6 +506,16 @@ def cmd_remove(args: argparse.Namespace) -> int:
     if not plan.jobs:
         _err(_nothing_to_do(args.inputs, plan.problems))
         return EXIT_USAGE
+    jobs = plan.jobs
+    if args.edits is not None:
+        if len(plan.jobs) != 1 or plan.problems:
+            raise UsageError(
+                f"--edits applies to one image; {len(plan.jobs) + len(plan.problems)} "
+                "inputs were given.",
+                fix="Give the one photo the edits were made on: "
+                "bgremover remove PHOTO -o OUTPUT --edits FILE",
+            )
+        jobs = (replace(plan.jobs[0], edits=load_edits(args.edits)),)
 
     progress = TerminalProgress(enabled=not args.quiet)
     config = EngineConfig(args.model, args.precision, args.providers, args.threads, args.refine)
@@ -509,7 +530,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
     finished: BatchFinished | None = None
     count = 0  # items complete out of order: progress counts them
     events = run_batch(
-        plan.jobs,
+        jobs,
         remover,
         options,
         fmt,

@@ -80,7 +80,8 @@ VERSION = 1
 
 @dataclass(frozen=True)
 class Operation:
-    """One correction. Coordinates are pixels of the image at :attr:`Edits.size`."""
+    """One correction. Coordinates are continuous pixel coordinates of the image at
+    :attr:`Edits.size`: pixel (i, j) spans x in [i, i+1) and y in [j, j+1)."""
 
     tool: str
     #: Brushes: the stroke's polyline; clicks: one point; box: two corners.
@@ -294,7 +295,9 @@ def stroke_coverage(op: Operation, shape: Sequence[int]) -> tuple[np.ndarray, Bo
         return None
     x0, y0, x1, y1 = box
     line = np.full((y1 - y0, x1 - x0), 255, np.uint8)
-    pts = np.round(np.array(op.points) - (x0, y0)).astype(np.int32)
+    # Points are continuous coordinates (pixel (i, j) spans [i, i+1) x [j, j+1)), so
+    # that scaling them is exact; the pixel nearest a point is floor(point).
+    pts = np.floor(np.array(op.points) - (x0, y0)).astype(np.int32)
     if len(pts) == 1:
         cv2.circle(line, (int(pts[0, 0]), int(pts[0, 1])), 0, 0, -1)
     else:
@@ -316,9 +319,12 @@ def _edge_target(
     painted = centre.astype(np.float32)
     fg = (outside & (alpha >= 242)).astype(np.float32)
     bg = (outside & (alpha <= 13)).astype(np.float32)
-    if restore:
+    # The colours under the centre line stand for the side the stroke paints only
+    # where the mask gives no confident sample of it nearby (it would mix in strands
+    # the stroke runs across).
+    if restore and fg.sum() < painted.sum():
         fg = np.maximum(fg, painted)
-    else:
+    elif not restore and bg.sum() < painted.sum():
         bg = np.maximum(bg, painted)
     plain = 1.0 if restore else 0.0
     if fg.sum() == 0 or bg.sum() == 0:

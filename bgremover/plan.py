@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .edit import Edits
 from .errors import UsageError
 from .imaging import walk_images
 from .output import DEFAULT_FORMAT, FORMATS, format_for_path
@@ -29,10 +30,11 @@ from .output import DEFAULT_FORMAT, FORMATS, format_for_path
 
 @dataclass(frozen=True)
 class Job:
-    """One input file and the output file it becomes."""
+    """One input file and the output file it becomes, with the user's edits to its mask."""
 
     source: Path
     output: Path
+    edits: Edits | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,301 @@
+"""The touch-up engine (bgremover.edit): every tool on images with a known answer,
+exact undo, JSON round trips and replay at another resolution."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from bgremover.edit import (
+    Editor,
+    Edits,
+    Operation,
+    apply_box,
+    apply_edits,
+    apply_stroke,
+    mask_from_image,
+    stroke_coverage,
+)
+from bgremover.errors import EditsError
+from bgremover.imaging import read_image
+from bgremover.metrics import iou
+
+from conftest import DATA
+
+H, W = 240, 320
+
+
+def textured(seed: int = 0, size: tuple[int, int] = (H, W)) -> np.ndarray:
+    """A noisy green-grey texture: a background with no structure to follow."""
+    rng = np.random.default_rng(seed)
+    base = np.array([90, 120, 80], np.float32)
+    noise = rng.normal(0, 18, (*size, 3))
+    return np.clip(base + noise, 0, 255).astype(np.uint8)
+
+
+def disk_scene(cx: int = 200, cy: int = 120, r: int = 45) -> tuple[np.ndarray, np.ndarray]:
+    """A red disk on the texture, and the disk's true mask."""
+    rgb = textured()
+    truth = np.zeros((H, W), np.uint8)
+    cv2.circle(truth, (cx, cy), r, 255, -1)
+    rgb[truth > 0] = (200, 40, 50)
+    return rgb, truth
+
+
+def distance_to_segment(p0, p1) -> np.ndarray:
+    """Exact distance of every pixel centre to the segment p0-p1."""
+    yy, xx = np.mgrid[0:H, 0:W].astype(np.float64)
+    (x0, y0), (x1, y1) = p0, p1
+    dx, dy = x1 - x0, y1 - y0
+    t = np.clip(((xx - x0) * dx + (yy - y0) * dy) / (dx * dx + dy * dy), 0, 1)
+    return np.hypot(xx - (x0 + t * dx), yy - (y0 + t * dy))
+
+
+def test_erase_stroke_removes_exactly_its_footprint() -> None:
+    rgb = textured()
+    alpha = np.full((H, W), 255, np.uint8)
+    p0, p1 = (60.0, 50.0), (250.0, 180.0)
+    op = Operation.stroke("erase", [p0, p1], radius=12)
+    new, box = apply_stroke(rgb, alpha, op)
+    d = distance_to_segment(p0, p1)
+    assert (new[d <= 11] == 0).all()  # inside the brush: gone
+    assert (new[d >= 13] == 255).all()  # outside: untouched
+    # The edge is one pixel wide: anti-aliased, not a blur.
+    ring = (d > 11) & (d < 13)
+    assert ring.sum() < 2.5 * 2 * np.hypot(190, 130)
+    # The box is the tight box of what changed.
+    ys, xs = np.nonzero(new != alpha)
+    assert box == (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
+    assert (alpha == 255).all()  # the input is not modified
+
+
+def test_restore_stroke_paints_opaque_and_soft_brush_fades() -> None:
+    rgb = textured()
+    alpha = np.zeros((H, W), np.uint8)
+    new, _ = apply_stroke(rgb, alpha, Operation.stroke("restore", [(160, 120)], 30, hardness=0.0))
+    d = distance_to_segment((160, 120), (160.001, 120))
+    assert new[120, 160] >= 250
+    near, far = new[(d > 5) & (d < 10)], new[(d > 20) & (d < 25)]
+    assert near.mean() > far.mean() > 0  # fades from the centre
+    assert (new[d >= 31] == 0).all()
+
+
+def test_one_add_click_recovers_a_missed_disk() -> None:
+    rgb, truth = disk_scene()
+    alpha = np.zeros((H, W), np.uint8)
+    cv2.rectangle(alpha, (20, 60), (90, 200), 255, -1)  # the mask kept something else
+    editor = Editor(rgb, alpha)
+    box = editor.apply(Operation.click(200, 120, add=True))
+    assert box is not None
+    disk = truth > 0
+    assert iou(editor.alpha[:, 150:], truth[:, 150:]) >= 0.95
+    # The click changed the disk's region, not the far-away part that was already kept.
+    assert (editor.alpha[60:201, 20:91] == 255).all()
+    assert disk[box[1] : box[3], box[0] : box[2]].sum() == disk.sum()
+
+
+def test_one_remove_click_drops_a_wrongly_kept_blob() -> None:
+    rgb, truth = disk_scene()
+    alpha = truth.copy()
+    cv2.rectangle(rgb, (20, 60), (90, 200), (40, 60, 200), -1)
+    cv2.rectangle(alpha, (20, 60), (90, 200), 255, -1)  # a blue block wrongly kept
+    editor = Editor(rgb, alpha)
+    editor.apply(Operation.click(55, 130, add=False))
+    assert (editor.alpha[60:201, 20:91] < 128).mean() > 0.95
+    assert iou(editor.alpha, truth) >= 0.95
+
+
+def test_undo_and_redo_are_bit_exact() -> None:
+    rgb, truth = disk_scene()
+    editor = Editor(rgb, truth)
+    states = [editor.alpha.copy()]
+    for op in (
+        Operation.stroke("erase", [(180, 100), (220, 140)], 9),
+        Operation.stroke("restore", [(30, 30), (80, 40), (120, 90)], 14, hardness=0.4),
+        Operation.click(60, 180, add=True),
+        Operation.stroke("erase", [(200, 120)], 20, edge_aware=True),
+        Operation("reset"),
+    ):
+        editor.apply(op)
+        states.append(editor.alpha.copy())
+    for expected in reversed(states[:-1]):
+        editor.undo()
+        assert np.array_equal(editor.alpha, expected)
+    assert not editor.can_undo and editor.undo() is None
+    for expected in states[1:]:
+        editor.redo()
+        assert np.array_equal(editor.alpha, expected)
+    assert not editor.can_redo
+
+
+def test_a_new_operation_after_undo_drops_the_redo_history() -> None:
+    rgb, truth = disk_scene()
+    editor = Editor(rgb, truth)
+    editor.apply(Operation.stroke("erase", [(200, 120)], 10))
+    editor.undo()
+    editor.apply(Operation.stroke("restore", [(20, 20)], 10))
+    assert not editor.can_redo
+    assert [op.tool for op in editor.edits.operations] == ["restore"]
+
+
+def test_json_replay_gives_the_same_mask_at_another_resolution() -> None:
+    rgb, truth = disk_scene()
+    editor = Editor(rgb, truth)
+    editor.apply(Operation.stroke("erase", [(170, 100), (230, 140)], 8))
+    editor.apply(Operation.stroke("restore", [(40, 40), (100, 40)], 10))
+    text = editor.edits.to_json()
+    assert json.loads(text)["size"] == [W, H]
+    # The same edits on the same photo at twice the size, then brought back down.
+    big_rgb = cv2.resize(rgb, (2 * W, 2 * H), interpolation=cv2.INTER_NEAREST)
+    big_base = cv2.resize(truth, (2 * W, 2 * H), interpolation=cv2.INTER_NEAREST)
+    big = apply_edits(Edits.from_json(text), big_rgb, big_base)
+    small = cv2.resize(big, (W, H), interpolation=cv2.INTER_AREA)
+    differ = (small >= 128) != (editor.alpha >= 128)
+    # Only along the outlines, within the half pixel a brush's edge may move by.
+    inside = (editor.alpha >= 128).astype(np.uint8)
+    outline = cv2.morphologyEx(inside, cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8)) > 0
+    assert (differ <= outline).all()
+    assert iou(small, editor.alpha) > 0.97
+    # At the same size, a replay is the editor's mask exactly.
+    assert np.array_equal(apply_edits(Edits.from_json(text), rgb, truth), editor.alpha)
+
+
+def test_edge_aware_erase_keeps_strands_and_drops_the_ground_between() -> None:
+    """A body with dark hair strands against a light sky; the network's mask is a
+    blurred halo over the strands. One rough edge-aware erase along the halo keeps
+    the strands and clears the sky between them."""
+    rgb = np.full((H, W, 3), (210, 220, 235), np.uint8)  # sky
+    rgb[:, :120] = (60, 40, 30)  # the body (dark hair mass) on the left
+    strands = np.zeros((H, W), bool)
+    for y in range(20, H - 20, 12):
+        cv2.line(rgb, (118, y), (175, y + 4), (60, 40, 30), 2)
+        line = np.zeros((H, W), np.uint8)
+        cv2.line(line, (118, y), (175, y + 4), 1, 2)
+        strands |= line.astype(bool)
+    halo = np.zeros((H, W), np.float32)
+    halo[:, :120] = 1.0
+    halo[:, 120:180] = np.linspace(0.8, 0.3, 60)[None, :]
+    alpha = (halo * 255).astype(np.uint8)
+    op = Operation.stroke("erase", [(150, 10), (150, H - 10)], radius=32, edge_aware=True)
+    new, _ = apply_stroke(rgb, alpha, op)
+    inside = stroke_coverage(op, alpha.shape)
+    assert inside is not None
+    cover = np.zeros((H, W), np.float32)
+    x0, y0, x1, y1 = inside[1]
+    cover[y0:y1, x0:x1] = inside[0]
+    core = (cover >= 1.0) & (np.arange(W)[None, :] > 125)
+    sky = core & ~cv2.dilate(strands.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+    assert new[sky].mean() < 20  # the sky between strands is cleared
+    assert new[core & strands].mean() > 200  # the strands are kept, and made solid
+    # A plain erase would have taken the strands with the sky.
+    plain, _ = apply_stroke(rgb, alpha, Operation.stroke("erase", op.points, 32))
+    assert plain[core & strands].mean() < 5
+
+
+def test_box_replaces_the_mask_inside_and_blends_at_its_border() -> None:
+    rgb, _ = disk_scene()
+    alpha = np.zeros((H, W), np.uint8)
+    calls = []
+
+    def segment(crop: np.ndarray) -> np.ndarray:
+        calls.append(crop.shape)
+        return np.full(crop.shape[:2], 255, np.uint8)
+
+    new, box = apply_box(rgb, alpha, (100, 50, 300, 200), segment)
+    assert calls == [(150, 200, 3)]  # the network saw exactly the box's crop
+    assert box == (100, 50, 300, 200)
+    assert (new[60:190, 110:290] == 255).all()  # inside: the crop's mask
+    assert (new[:50] == 0).all() and (new[200:] == 0).all() and (new[:, :100] == 0).all()
+    assert 0 < new[50, 200] < 255  # feathered at the border, not a hard seam
+
+
+def test_box_with_the_real_model_finds_the_subject_in_its_crop(u2netp_remover) -> None:
+    """The astronaut-like case: the mask keeps a flag beside the subject; a box around
+    the subject alone gives the network a crop where the subject fills its input."""
+    loaded = read_image(DATA / "skimage_coffee.png")
+    base = u2netp_remover.segment(loaded.rgb)
+    h, w = base.shape
+    editor = Editor(loaded.rgb, base, segment=u2netp_remover.segment)
+    box = editor.apply(Operation.box(w * 0.2, h * 0.1, w * 0.8, h * 0.9))
+    assert box is not None
+    x0, y0, x1, y1 = box
+    assert x0 >= int(w * 0.2) and x1 <= int(np.ceil(w * 0.8)) + 1
+    outside = np.ones((h, w), bool)
+    outside[y0:y1, x0:x1] = False
+    assert np.array_equal(editor.alpha[outside], base[outside])
+    assert (editor.alpha >= 128).sum() > 0.1 * (x1 - x0) * (y1 - y0)
+    editor.undo()
+    assert np.array_equal(editor.alpha, base)
+
+
+def test_load_takes_a_cutouts_alpha_or_a_masks_grey_at_the_images_size() -> None:
+    from PIL import Image
+
+    rgb, truth = disk_scene()
+    cut = np.dstack([rgb, truth])
+    half = Image.fromarray(cut, "RGBA").resize((W // 2, H // 2), Image.Resampling.NEAREST)
+    loaded = mask_from_image(half, (H, W))
+    assert loaded.shape == (H, W) and iou(loaded, truth) > 0.97
+    grey = mask_from_image(Image.fromarray(truth, "L"), (H, W))
+    assert np.array_equal(grey, truth)
+    editor = Editor(rgb, np.zeros((H, W), np.uint8))
+    editor.apply(Operation.load(truth))
+    assert np.array_equal(editor.alpha, truth)
+    again = Edits.from_json(editor.edits.to_json())
+    assert np.array_equal(apply_edits(again, rgb, np.zeros((H, W), np.uint8)), truth)
+
+
+def test_reset_returns_to_the_models_mask_and_moots_what_came_before() -> None:
+    rgb, truth = disk_scene()
+    editor = Editor(rgb, truth)
+    editor.apply(Operation.stroke("erase", [(200, 120)], 30))
+    editor.apply(Operation("reset"))
+    assert np.array_equal(editor.alpha, truth)
+    editor.apply(Operation.stroke("restore", [(20, 20)], 5))
+    saved = json.loads(editor.edits.to_json())
+    assert [op["tool"] for op in saved["operations"]] == ["restore"]
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("not json", "not an edits file"),
+        ('{"format": "other"}', "not a bgremover edits file"),
+        ('{"format": "bgremover-edits", "version": 9, "size": [1, 1]}', "version 9"),
+        ('{"format": "bgremover-edits", "version": 1}', "image size"),
+        (
+            '{"format": "bgremover-edits", "version": 1, "size": [4, 4],'
+            ' "operations": [{"tool": "lasso"}]}',
+            "Unknown edit tool",
+        ),
+        (
+            '{"format": "bgremover-edits", "version": 1, "size": [4, 4],'
+            ' "operations": [{"tool": "erase", "points": [[1, 1]]}]}',
+            "radius",
+        ),
+    ],
+)
+def test_bad_edits_files_say_what_is_wrong(text: str, says: str) -> None:
+    with pytest.raises(EditsError, match=says):
+        Edits.from_json(text)
+
+
+def test_edits_for_a_photo_of_another_shape_are_refused() -> None:
+    rgb, truth = disk_scene()
+    edits = Edits((100, 100), (Operation.stroke("erase", [(50, 50)], 5),))
+    with pytest.raises(EditsError, match="another shape"):
+        apply_edits(edits, rgb, truth)
+
+
+def test_the_remover_applies_edits_after_refinement(u2netp_remover) -> None:
+    loaded = read_image(DATA / "skimage_chelsea.png")
+    plain = u2netp_remover.remove(loaded)
+    h, w = plain.mask.shape
+    edits = Edits((w, h), (Operation.stroke("erase", [(w / 2, h / 2)], h / 5),))
+    edited = u2netp_remover.remove(loaded, edits=edits)
+    assert np.array_equal(edited.mask, plain.mask)  # the model's own mask is kept
+    assert np.array_equal(edited.alpha, apply_edits(edits, loaded.rgb, plain.alpha))
+    assert edited.alpha[h // 2, w // 2] == 0
