@@ -12,12 +12,13 @@ The tools:
 
 * ``restore`` / ``erase``: brush strokes (a polyline with a radius and a
   hardness) that paint the mask opaque / transparent. With ``edge_aware`` the
-  stroke follows the photo's edges inside the brush: the colours under the
-  stroke's centre line are taken as foreground (restore) or background
-  (erase), the confident mask outside the brush gives the other side, and
-  every pixel under the brush gets the alpha of its colour between the two
-  (local colour line, as in refine.py), so one rough stroke along hair keeps
-  the hair and drops the background between it.
+  stroke follows the photo's edges inside the brush: the confident mask around
+  the brush gives colour samples of the subject and of the background (the
+  colours under the stroke's centre line stand for the side it paints when the
+  mask has too few), and every pixel under the brush gets the alpha of the
+  subject/background colour pair that explains its colour best. An edge-aware
+  erase only lowers the alpha and a restore only raises it, so one rough erase
+  along hair drops the background between the strands and keeps the strands.
 * ``add`` / ``remove``: one click changes the whole region it belongs to (see
   regions.py); all clicks since the last reset are hard constraints.
 * ``box``: the network runs again on the crop of a rectangle (the subject
@@ -47,7 +48,6 @@ import numpy as np
 from PIL import Image
 
 from .errors import EditsError
-from .refine import fill_mean
 
 __all__ = [
     "BRUSHES",
@@ -309,34 +309,73 @@ def stroke_coverage(op: Operation, shape: Sequence[int]) -> tuple[np.ndarray, Bo
     return cover, box
 
 
+#: Colour clusters per side in the edge-aware brush's colour model.
+EDGE_CLUSTERS = 6
+#: At most this many samples per side are clustered (an even stride over them).
+EDGE_SAMPLES = 4000
+
+
+def _clusters(colours: np.ndarray) -> np.ndarray:
+    """Up to :data:`EDGE_CLUSTERS` representative colours (k-means, seeded: deterministic)."""
+    step = max(1, len(colours) // EDGE_SAMPLES)
+    data = np.ascontiguousarray(colours[::step], np.float32)
+    k = min(EDGE_CLUSTERS, len(data))
+    if k < 2:
+        return data
+    cv2.setRNGSeed(0)
+    criteria = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 10, 1e-3)
+    _, _, centres = cv2.kmeans(data, k, None, criteria, 1, cv2.KMEANS_PP_CENTERS)
+    return np.asarray(centres, np.float32)
+
+
+def _pair_alpha(pixels: np.ndarray, fg: np.ndarray, bg: np.ndarray) -> np.ndarray:
+    """Alpha of each pixel from the foreground/background colour pair that explains it
+    best (I = a F + (1 - a) B with the least residual), as sampling-based matting does."""
+    d = fg[:, None, :] - bg[None, :, :]  # (F, B, 3)
+    dd = np.maximum(np.einsum("fbc,fbc->fb", d, d), 1e-4)
+    out = np.empty(len(pixels), np.float32)
+    for i in range(0, len(pixels), 65536):
+        ib = pixels[i : i + 65536, None, :] - bg[None, :, :]  # (N, B, 3)
+        a = np.clip(np.einsum("nbc,fbc->nfb", ib, d) / dd, 0.0, 1.0)
+        # |I - B - a (F - B)|^2, per pair
+        ibib = np.einsum("nbc,nbc->nb", ib, ib)[:, None, :]
+        err = ibib - 2.0 * a * np.einsum("nbc,fbc->nfb", ib, d) + a * a * dd
+        best = err.reshape(len(ib), -1).argmin(axis=1)
+        out[i : i + 65536] = a.reshape(len(ib), -1)[np.arange(len(ib)), best]
+    return out
+
+
 def _edge_target(
     rgb: np.ndarray, alpha: np.ndarray, cover: np.ndarray, centre: np.ndarray, restore: bool
 ) -> np.ndarray:
-    """Edge-aware alpha under the brush (float 0..1): each pixel's place on the line
-    between the local foreground and background colours."""
-    img = rgb.astype(np.float32) * (1.0 / 255.0)
+    """Edge-aware alpha under the brush (float 0..1, NaN where the brush does not reach).
+
+    The confident mask around the brush gives colour samples of both sides; the
+    colours under the stroke's centre line stand for the side the stroke paints
+    only when the mask gives fewer samples of that side than the line covers
+    (taking them always would mix in the strands the stroke runs across). Each
+    side's samples are clustered, and each pixel under the brush gets the alpha of
+    the foreground/background pair that explains its colour best.
+    """
     outside = cover <= 0.0
-    painted = centre.astype(np.float32)
-    fg = (outside & (alpha >= 242)).astype(np.float32)
-    bg = (outside & (alpha <= 13)).astype(np.float32)
-    # The colours under the centre line stand for the side the stroke paints only
-    # where the mask gives no confident sample of it nearby (it would mix in strands
-    # the stroke runs across).
-    if restore and fg.sum() < painted.sum():
-        fg = np.maximum(fg, painted)
-    elif not restore and bg.sum() < painted.sum():
-        bg = np.maximum(bg, painted)
-    plain = 1.0 if restore else 0.0
-    if fg.sum() == 0 or bg.sum() == 0:
-        return np.full(alpha.shape, plain, np.float32)
-    f = fill_mean(img, fg)
-    b = fill_mean(img, bg)
-    d = f - b
-    dd = np.einsum("ijk,ijk->ij", d, d)
-    ac = np.clip(np.einsum("ijk,ijk->ij", img - b, d) / (dd + 1e-6), 0.0, 1.0)
-    # Trust the colours as far as they tell the two sides apart; else paint plainly.
-    conf = dd / (dd + 0.01)
-    return (conf * ac + (1.0 - conf) * plain).astype(np.float32)
+    fg = outside & (alpha >= 242)
+    bg = outside & (alpha <= 13)
+    if restore and fg.sum() < centre.sum():
+        fg |= centre
+    elif not restore and bg.sum() < centre.sum():
+        bg |= centre
+    target = np.full(alpha.shape, np.nan, np.float32)
+    under = ~outside
+    if not fg.any() or not bg.any():
+        target[under] = 1.0 if restore else 0.0
+        return target
+    img = rgb.astype(np.float32) * (1.0 / 255.0)
+    target[under] = _pair_alpha(img[under], _clusters(img[fg]), _clusters(img[bg]))
+    # Pixel-by-pixel choices speckle where the two sides' colours are close; a 3 x 3
+    # median removes the speckle and keeps edges and one-pixel-wide strands' runs.
+    smooth = cv2.medianBlur(np.nan_to_num(target * 255.0).astype(np.uint8), 3)
+    target[under] = smooth[under].astype(np.float32) * (1.0 / 255.0)
+    return target
 
 
 def apply_stroke(
@@ -369,6 +408,9 @@ def apply_stroke(
             rgb[cy0:cy1, cx0:cx1], alpha[cy0:cy1, cx0:cx1], ctx_cover, centre, restore
         )
         target = target_ctx[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0] * 255.0
+        target = np.nan_to_num(target, nan=255.0 if restore else 0.0)
+        # One-sided: an edge-aware erase only takes away, a restore only adds.
+        target = np.maximum(old, target) if restore else np.minimum(old, target)
     else:
         target = np.float32(255.0 if restore else 0.0)
     new = old + cover * (target - old)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-__all__ = ["estimate_foreground", "fill_mean", "refine_alpha"]
+__all__ = ["estimate_foreground", "refine_alpha"]
 
 
 def _disk(radius: float) -> np.ndarray:
@@ -46,7 +46,7 @@ def _disk(radius: float) -> np.ndarray:
     return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))
 
 
-def fill_mean(img: np.ndarray, weight: np.ndarray, levels: int = 6) -> np.ndarray:
+def _fill_mean(img: np.ndarray, weight: np.ndarray, levels: int = 6) -> np.ndarray:
     """Per-pixel weighted local mean of ``img`` over ``weight`` (0/1), coarse to fine.
 
     Level l of the pyramid averages over roughly 2^l pixels; at each level a
@@ -230,7 +230,7 @@ def _colour_model(
         fg_s = (m_w >= hi8).astype(np.float32)
     if bg_s.sum() == 0:
         bg_s = (m_w <= lo8).astype(np.float32)
-    return fill_mean(img_w, fg_s, levels), fill_mean(img_w, bg_s, levels), s
+    return _fill_mean(img_w, fg_s, levels), _fill_mean(img_w, bg_s, levels), s
 
 
 def _colour_line(

@@ -189,10 +189,34 @@ def test_edge_aware_erase_keeps_strands_and_drops_the_ground_between() -> None:
     core = (cover >= 1.0) & (np.arange(W)[None, :] > 125)
     sky = core & ~cv2.dilate(strands.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
     assert new[sky].mean() < 20  # the sky between strands is cleared
-    assert new[core & strands].mean() > 200  # the strands are kept, and made solid
+    kept = core & cv2.erode(strands.astype(np.uint8), np.ones((1, 3), np.uint8)).astype(bool)
+    assert (new[kept] >= alpha[kept]).mean() > 0.9  # the strands are kept as they were
+    assert (new <= alpha).all()  # an erase never adds
     # A plain erase would have taken the strands with the sky.
     plain, _ = apply_stroke(rgb, alpha, Operation.stroke("erase", op.points, 32))
     assert plain[core & strands].mean() < 5
+
+
+def test_edge_aware_restore_brings_back_strands_but_not_the_ground() -> None:
+    """The mask lost the strands altogether: an edge-aware restore over them brings
+    the strands back and leaves the sky between them out."""
+    rgb = np.full((H, W, 3), (210, 220, 235), np.uint8)
+    rgb[:, :120] = (60, 40, 30)
+    strands = np.zeros((H, W), np.uint8)
+    for y in range(20, H - 20, 12):
+        cv2.line(strands, (118, y), (175, y + 4), 1, 2)
+    rgb[strands > 0] = (60, 40, 30)
+    alpha = np.zeros((H, W), np.uint8)
+    alpha[:, :120] = 255
+    op = Operation.stroke("restore", [(150, 10), (150, H - 10)], radius=32, edge_aware=True)
+    new, _ = apply_stroke(rgb, alpha, op)
+    band = np.zeros((H, W), bool)
+    band[30 : H - 30, 130:170] = True
+    hair = band & cv2.erode(strands, np.ones((1, 3), np.uint8)).astype(bool)
+    sky = band & ~cv2.dilate(strands, np.ones((5, 5), np.uint8)).astype(bool)
+    assert new[hair].mean() > 230
+    assert new[sky].mean() < 20
+    assert (new >= alpha).all()  # a restore never takes away
 
 
 def test_box_replaces_the_mask_inside_and_blends_at_its_border() -> None:
