@@ -99,6 +99,17 @@ class Result:
     def cutout(self) -> Image.Image:
         return self.compose(ComposeOptions())
 
+    def edit_base(self, refine: bool) -> np.ndarray:
+        """The mask the user's edits start from: the model's mask, edge-refined when
+        ``refine``, before the input's own transparency (what :func:`output_alpha`
+        replays edits on)."""
+        return refine_alpha(self.image.rgb, self.mask) if refine else self.mask
+
+    def with_edited_alpha(self, edited: np.ndarray) -> Result:
+        """This result with ``edited`` (the mask after the user's edits, before the input's
+        own transparency) as the alpha its outputs use."""
+        return replace(self, alpha=combine_alpha(edited, self.image.alpha))
+
     def with_refinement(self, refine: bool) -> Result:
         """This result with its alpha made again from the model's mask, refined or not:
         what a change of the refinement setting needs, without running the model again."""

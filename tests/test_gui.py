@@ -252,14 +252,20 @@ def test_queue_memory_is_bounded_and_dropped_results_come_back(
     unloaded = [e for e in entries if e.processed is None]
     assert unloaded and all(e.unloaded for e in unloaded)
     assert all(not row_icon(window, i).isNull() for i in range(3))  # thumbnails stay
-    entries[1].edits.append({"tool": "restore"})  # the user's edits are never dropped
+    from PIL import Image
+
+    from bgremover.edit import Edits, Operation
+
+    size = Image.open(entries[1].source).size
+    kept = Edits(size, (Operation.stroke("restore", [(1, 1)], 2.0),))
+    entries[1].edits = kept  # the user's edits are never dropped
     target = unloaded[-1]
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
         window.select(target)  # shown again: made again
     assert target.processed is not None and not target.unloaded
     assert window.viewer.has_image() and window.act_save.isEnabled()
     assert "×" in window.detail.text()
-    assert entries[1].edits == [{"tool": "restore"}]
+    assert entries[1].edits == kept
 
 
 def test_copy_puts_the_cutout_on_the_clipboard(qtbot, window) -> None:

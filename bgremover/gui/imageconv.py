@@ -83,3 +83,11 @@ def thumbnail(rgb: np.ndarray, alpha: np.ndarray | None, side: int = 64) -> QIma
     return to_qimage(small).scaled(
         side, side, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation
     )
+
+
+def to_indexed(array: np.ndarray, colors: list[int]) -> QImage:
+    """uint8 (H, W) -> an 8-bit indexed QImage over its pixels, each value shown as
+    ``colors[value]`` (ARGB, as ``QColor.rgba()`` gives): e.g. a mask as a tinted overlay."""
+    image = _wrap(array, QImage.Format.Format_Indexed8)
+    image.setColorTable(colors)
+    return image

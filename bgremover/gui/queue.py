@@ -9,6 +9,7 @@ run, the model remembers what is known.
 from __future__ import annotations
 
 import enum
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,21 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QIcon, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import QApplication, QStyle
 
+from ..edit import Edits, Operation
 from ..imaging import LoadedImage
 from .worker import Compared, Processed
+
+#: What the queue's row and the detail pane add for an image the user has edited.
+EDITED_MARK = "✎ edited"
+
+
+@dataclass(frozen=True)
+class EditRequest:
+    """One of the user's edit actions waiting to be applied: "apply" ``op``, "undo", or
+    "redo" (``op`` is the operation redone)."""
+
+    action: str
+    op: Operation | None = None
 
 
 class Status(enum.Enum):
@@ -63,23 +77,39 @@ class QueueEntry:
     compare_cancelled: bool = False
     #: The list icon, kept when the full-size result is dropped from memory.
     thumb: QImage | None = None
-    #: The user's corrections to the mask (operations, replayed on the model's mask).
-    #: Small, and never dropped by the memory policy: a remade result gets them back.
-    edits: list[Any] = field(default_factory=list)
-    #: Where it was last saved, and the settings (EngineConfig, ComposeOptions) of the
-    #: result saved then: a result remade alike (after its memory was freed) stays saved.
+    #: The user's corrections to the mask, in effect (undone ones left out), in the
+    #: photo's full-size pixels: what the user asked for, including requests still being
+    #: applied. Small, and never dropped by the memory policy: a remade result gets them
+    #: back, and a change of model or refinement replays them on the new mask.
+    edits: Edits | None = None
+    #: Operations undone, the last undone last: what Redo applies again.
+    redo: list[Operation] = field(default_factory=list)
+    #: Edit requests not yet applied, oldest first, and the job applying one (an
+    #: image's edits run strictly one after another; see QueueJobs.edit).
+    edit_queue: deque[EditRequest] = field(default_factory=deque)
+    edit_job: int | None = None
+    #: Where it was last saved, and the settings (EngineConfig, ComposeOptions) and edits
+    #: of the result saved then: a result remade alike (after its memory was freed) stays
+    #: saved.
     saved_to: Path | None = None
-    saved_with: tuple[Any, Any] | None = None
+    saved_with: tuple[Any, Any, Edits | None] | None = None
+
+    @property
+    def edited(self) -> bool:
+        """The user has edits in effect on this image."""
+        return bool(self.edits)
 
     @property
     def unsaved(self) -> bool:
         """It has a result (or edits) not saved as it is now: quitting would lose it."""
         if self.status is not Status.DONE and not self.edits:
             return False
-        if self.saved_to is None:
+        if self.saved_to is None or self.saved_with is None:
+            return True
+        if (self.edits or None) != self.saved_with[2]:
             return True
         p = self.processed
-        return p is not None and (p.config, p.options) != self.saved_with
+        return p is not None and (p.config, p.options) != self.saved_with[:2]
 
     @property
     def unloaded(self) -> bool:
@@ -93,10 +123,19 @@ class QueueEntry:
             return ""
         r = self.processed.result
         h, w = r.mask.shape
-        return (
+        text = (
             f"{self.name}: {w}×{h}, {r.model} {r.precision}, "
             f"inference {1000 * r.timings['infer']:.0f} ms"
         )
+        if self.edits:
+            count = len(self.edits.operations)
+            text += f", {EDITED_MARK} ({count} edit{'s' if count != 1 else ''})"
+        return text
+
+    @property
+    def status_text(self) -> str:
+        """The status as the queue's row shows it, with the edited mark."""
+        return f"{self.status.value} · {EDITED_MARK}" if self.edits else self.status.value
 
     def pixels(self) -> int:
         """Pixels of full-size data held (a comparison holds two results)."""
@@ -117,6 +156,8 @@ ID_ROLE = Qt.ItemDataRole.UserRole
 #: The entry's name and its :class:`Status`, each on its own, for the list's delegate.
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 STATUS_ROLE = Qt.ItemDataRole.UserRole + 2
+#: The status as words, with the edited mark when the user has edited the image.
+STATUS_TEXT_ROLE = Qt.ItemDataRole.UserRole + 3
 
 #: The side of every row's icon, in device-independent pixels: thumbnails are
 #: letterboxed into this square, and an image without one gets a tile of the same size.
@@ -183,14 +224,16 @@ class QueueModel(QAbstractListModel):
             return None
         entry = self._rows[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return f"{entry.name}\n{entry.status.value}"
+            return f"{entry.name}\n{entry.status_text}"
         if role == NAME_ROLE:
             return entry.name
         if role == STATUS_ROLE:
             return entry.status
+        if role == STATUS_TEXT_ROLE:
+            return entry.status_text
         if role == Qt.ItemDataRole.ToolTipRole:
             where = str(entry.source) if isinstance(entry.source, Path) else entry.name
-            return f"{where}\n{entry.error}" if entry.error else f"{where}: {entry.status.value}"
+            return f"{where}\n{entry.error}" if entry.error else f"{where}: {entry.status_text}"
         if role == Qt.ItemDataRole.DecorationRole:
             return self._icon(entry)
         if role == ID_ROLE:

@@ -8,6 +8,10 @@ running again only the stages they affect: inference on the engine runner for
 another model, precision, provider or thread count; refinement and composing
 (background, mask only, decontamination) on the output runner, in milliseconds
 to a second, never queued behind other images' inference.
+The user's edits of an image run here too (:meth:`QueueJobs.edit`): strictly one
+after another per image, brushes on the output runner, box and click edits (which
+run the model) on the engine runner; a settings change waits for them, and they
+wait for it.
 It holds no widgets: the window listens to its signals and redraws.
 """
 
@@ -19,12 +23,13 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from ..edit import Edits, Operation
 from ..errors import ModelError
 from ..pipeline import EngineConfig
 from .jobs import Job, JobEnd, JobRunner, JobState
-from .queue import QueueEntry, QueueModel, Status
+from .queue import EditRequest, QueueEntry, QueueModel, Status
 from .settings import Settings
-from .worker import Preparing, Worker, restage
+from .worker import Preparing, Processed, Worker, apply_edit, needs_model, restage
 
 
 def model_key(config: EngineConfig) -> EngineConfig:
@@ -46,6 +51,9 @@ class QueueJobs(QObject):
     preparing = Signal(int, object)  # job id, Preparing
     #: A model was prepared: it may just have been downloaded.
     prepared = Signal(object)  # EngineConfig
+    #: An edit request ended: the entry, the box of the photo it changed (None: nothing
+    #: changed, or its result was superseded) and the request.
+    edited = Signal(object, object, object)  # QueueEntry, Box | None, EditRequest
 
     def __init__(
         self,
@@ -65,20 +73,25 @@ class QueueJobs(QObject):
         #: Per model (and precision, providers, threads): the job that obtains and loads
         #: it, which the work that needs the model waits for (see :meth:`prepare`).
         self._prepare_jobs: dict[EngineConfig, Job] = {}
+        #: Per running edit job: the result it was applied to.
+        self._edit_on: dict[int, Processed] = {}
         engine.started.connect(self._on_started)
 
     # -- submitting ----------------------------------------------------------------
     def process(self, entry: QueueEntry) -> Job:
         """(Re)make ``entry``'s result with the current settings; its queued job is replaced."""
-        for job_id, runner in ((entry.job, self.engine), (entry.restage_job, self.output)):
-            if job_id is not None:
-                runner.cancel(job_id)
-        entry.restage_job = None
+        if entry.job is not None:
+            self.engine.cancel(entry.job)
+        self._cancel_restage(entry)
         settings = self._settings()
         config, options, source = settings.engine(), settings.compose(), entry.source
+        # The edits asked for so far are replayed on the new result: the requests still
+        # waiting are in them; those asked for from now on wait for it.
+        edits = entry.edits or None
+        entry.edit_queue.clear()
         job = self.engine.submit(
             "process",
-            lambda ctx: self.worker.process(ctx, source, config, options),
+            lambda ctx: self.worker.process(ctx, source, config, options, edits),
             tag=("process", entry.item_id, config),
             on_end=self._on_process_end,
             on_progress=self.report_progress,
@@ -129,18 +142,117 @@ class QueueJobs(QObject):
         if stage == "infer":
             return self.process(entry)
         if entry.restage_job is not None:
-            pending = self.output.job(entry.restage_job)
+            pending = self._restage_job(entry)
             if pending is not None and pending.tag[2:] == (config, options):
                 return pending
-            self.output.cancel(entry.restage_job)
-        job = self.output.submit(
-            "restage",
-            lambda ctx: restage(ctx, p, config, options),
-            tag=("restage", entry.item_id, config, options),
-            on_end=self._on_restage_end,
-        )
+            self._cancel_restage(entry)
+        if entry.edit_job is not None or entry.edit_queue:
+            return None  # the edits being applied first: the last one's end asks again
+        edits = entry.edits or None
+        if stage == "refine" and edits and any(needs_model(op) for op in edits.operations):
+            # Box and click edits are replayed on the new mask with the model.
+            job = self.engine.submit(
+                "restage",
+                lambda ctx: restage(
+                    ctx, p, config, options, edits, self.worker.remover(ctx, config)
+                ),
+                tag=("restage", entry.item_id, config, options),
+                on_end=self._on_restage_end,
+            )
+        else:
+            job = self.output.submit(
+                "restage",
+                lambda ctx: restage(ctx, p, config, options, edits),
+                tag=("restage", entry.item_id, config, options),
+                on_end=self._on_restage_end,
+            )
         entry.restage_job = job.id
         return job
+
+    def _restage_job(self, entry: QueueEntry) -> Job | None:
+        if entry.restage_job is None:
+            return None
+        return self.output.job(entry.restage_job) or self.engine.job(entry.restage_job)
+
+    def _cancel_restage(self, entry: QueueEntry) -> None:
+        if entry.restage_job is not None:
+            # Job ids are unique across runners: only the one holding it cancels it.
+            self.output.cancel(entry.restage_job)
+            self.engine.cancel(entry.restage_job)
+        entry.restage_job = None
+
+    # -- the user's edits ------------------------------------------------------------
+    def edit(self, entry: QueueEntry, action: str, op: Operation | None = None) -> bool:
+        """The user's edit of ``entry``: "apply" ``op``, "undo" or "redo". False when there
+        is nothing to do (no result yet, nothing to undo or redo).
+
+        The request counts at once (``entry.edits`` and ``entry.redo`` say what the user
+        asked for, whatever is still being applied), then is applied after the image's
+        earlier requests, each as a job: :attr:`edited` tells when.
+        """
+        p = entry.processed
+        if p is None:
+            return False
+        height, width = p.result.mask.shape
+        edits = entry.edits or Edits((width, height))
+        if action == "apply":
+            assert op is not None
+            entry.edits = edits.then(op)
+            entry.redo.clear()
+        elif action == "undo":
+            if not edits.operations:
+                return False
+            op = edits.operations[-1]
+            entry.edits = Edits(edits.size, edits.operations[:-1])
+            entry.redo.append(op)
+        elif action == "redo":
+            if not entry.redo:
+                return False
+            op = entry.redo.pop()
+            entry.edits = edits.then(op)
+        else:
+            raise ValueError(f"unknown edit action {action!r}")
+        entry.edit_queue.append(EditRequest(action, op))
+        self.queue.changed(entry)
+        self._pump(entry)
+        return True
+
+    def edits_busy(self, entry: QueueEntry) -> bool:
+        """Edits of ``entry`` are still being applied."""
+        return entry.edit_job is not None or bool(entry.edit_queue)
+
+    def _pump(self, entry: QueueEntry) -> None:
+        """Start ``entry``'s next edit request, unless one runs or its result is being made
+        again (the requests then wait for the new result)."""
+        if entry.edit_job is not None or entry.job is not None or entry.restage_job is not None:
+            return
+        p = entry.processed
+        if p is None:
+            entry.edit_queue.clear()  # in entry.edits: replayed when the result is remade
+            return
+        if not entry.edit_queue:
+            return
+        request = entry.edit_queue.popleft()
+        config = p.config
+        tag = ("edit", entry.item_id, request)
+        if request.action != "undo" and needs_model(request.op):
+            job = self.engine.submit(
+                "edit",
+                lambda ctx: apply_edit(
+                    ctx, p, request.action, request.op, self.worker.remover(ctx, config)
+                ),
+                tag=tag,
+                on_end=self._on_edit_end,
+            )
+        else:
+            job = self.output.submit(
+                "edit",
+                lambda ctx: apply_edit(ctx, p, request.action, request.op),
+                tag=tag,
+                on_end=self._on_edit_end,
+            )
+        entry.edit_job = job.id
+        self._edit_on[job.id] = p
 
     def prepare(self, config: EngineConfig) -> Job | None:
         """The job that obtains and loads ``config``'s model, for work to wait on.
@@ -201,15 +313,17 @@ class QueueJobs(QObject):
         for job_id in (entry.job, entry.compare_job):
             if job_id is not None:
                 self.engine.cancel(job_id)
-        if entry.restage_job is not None:
-            self.output.cancel(entry.restage_job)
-        entry.job = entry.compare_job = entry.restage_job = None
+        self._cancel_restage(entry)
+        entry.edit_queue.clear()
+        entry.job = entry.compare_job = None
 
     def check_settled(self) -> None:
         busy = any(
             e.status in (Status.QUEUED, Status.PROCESSING)
             or e.compare_job is not None
             or e.restage_job is not None
+            or e.edit_job is not None
+            or bool(e.edit_queue)
             for e in self.queue.entries()
         )
         if not busy:
@@ -265,6 +379,7 @@ class QueueJobs(QObject):
             p = end.result
             entry.status, entry.error, entry.processed, entry.thumb = Status.DONE, "", p, p.thumb
             self.queue.keep_loaded(entry)
+            self._pump(entry)  # edits asked for while it was being made
         elif cause.state is JobState.FAILED:
             # Its own failure, or its model's (reported once, by the model's job).
             entry.status, entry.error = Status.FAILED, cause.message
@@ -283,7 +398,35 @@ class QueueJobs(QObject):
             self.queue.keep_loaded(entry)
         elif end.state is JobState.FAILED:
             self.failed.emit(end)  # composing never fails on good data: a bug, or no memory
+        self._pump(entry)
         self._ended(entry)
+
+    def _on_edit_end(self, end: JobEnd) -> None:
+        applied_to = self._edit_on.pop(end.job_id, None)
+        entry = self._entry_for(end, "edit_job")
+        if entry is None:
+            return
+        request: EditRequest = end.tag[2]
+        box = None
+        if end.ok and entry.processed is applied_to:
+            done = end.result.processed
+            entry.processed, entry.thumb, box = done, done.thumb, end.result.box
+            self.queue.keep_loaded(entry)
+        elif not end.ok and applied_to is not None:
+            # What the editor holds is what took effect; the requests after it are
+            # withdrawn (they may have built on it).
+            editor = applied_to.editor
+            entry.edits = editor.edits if editor is not None and editor.edits else None
+            entry.redo.clear()
+            entry.edit_queue.clear()
+            if end.state is JobState.FAILED:
+                self.failed.emit(end)
+        self._pump(entry)
+        if not self.edits_busy(entry):
+            self.update(entry)  # settings changed while the edits were applied
+        self.queue.changed(entry)
+        self.edited.emit(entry, box, request)
+        self.check_settled()
 
     def _on_compare_end(self, end: JobEnd) -> None:
         entry = self._entry_for(end, "compare_job")

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .queue import ICON_SIZE, NAME_ROLE, STATUS_ROLE, Status
+from .queue import ICON_SIZE, NAME_ROLE, STATUS_ROLE, STATUS_TEXT_ROLE, Status
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -104,7 +104,7 @@ class QueueItemDelegate(QStyledItemDelegate):
         align = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
         painter.drawText(name_rect, align, self.name_text(option, index))
         painter.setPen(dim)
-        status_text = status.value if isinstance(status, Status) else ""
+        status_text = str(index.data(STATUS_TEXT_ROLE) or "")
         fm = opt.fontMetrics
         painter.drawText(
             status_rect,

@@ -1,10 +1,11 @@
 """Image views: zoom (wheel, fit, 100 %), pan, a checkerboard under transparency,
+an overlay over the image (the mask while editing), redrawing only a changed box,
 a lock that keeps several views on the same zoom and position, and the drop zone
 an empty window shows."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QPixmap, QTransform, QWheelEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -47,6 +48,15 @@ class ImageView(QGraphicsView):
         self._item = QGraphicsPixmapItem()
         self._item.setTransformationMode(Qt.TransformationMode.SmoothTransformation)
         self._scene.addItem(self._item)
+        #: Drawn over the image (the mask's overlay while editing), at the image's size.
+        self._overlay = QGraphicsPixmapItem()
+        self._overlay.setZValue(1)
+        self._overlay.setVisible(False)
+        self._scene.addItem(self._overlay)
+        #: What the image item shows (the QImage's cache key and the size asked for), so
+        #: that showing the same image again costs nothing.
+        self._shown: tuple[int, tuple[int, int] | None] | None = None
+        self._overlay_shown: int | None = None
         self._checker = checkerboard_brush() if checkerboard else None
         self._fit = True
         self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
@@ -64,7 +74,13 @@ class ImageView(QGraphicsView):
         if image is None or image.isNull():
             self._item.setPixmap(QPixmap())
             self._scene.setSceneRect(QRectF())
+            self._shown = None
+            self.set_overlay(None)
             return
+        key = (image.cacheKey(), size)
+        if key == self._shown:
+            return  # already on screen: a 12-megapixel pixmap is not made again
+        self._shown = key
         pixmap = QPixmap.fromImage(image)
         self._item.setPixmap(pixmap)
         w, h = size or (pixmap.width(), pixmap.height())
@@ -80,6 +96,39 @@ class ImageView(QGraphicsView):
 
     def has_image(self) -> bool:
         return not self._item.pixmap().isNull()
+
+    def update_region(self, image: QImage, box: tuple[int, int, int, int]) -> None:
+        """``image`` replaces the one shown, which differs from it only inside ``box``
+        (x0, y0, x1, y1 in its pixels): only that part is converted and drawn."""
+        if (image.cacheKey(), None) == self._shown:
+            return  # the same picture (the photo under the overlay): nothing changed
+        if not _patch(self._item, image, box):
+            self.set_image(image)
+            return
+        self._shown = (image.cacheKey(), None)
+
+    def set_overlay(self, image: QImage | None) -> None:
+        """Draw ``image`` (the image's size, translucent) over the image; None hides it."""
+        if image is None or image.isNull():
+            self._overlay.setVisible(False)
+            self._overlay.setPixmap(QPixmap())
+            self._overlay_shown = None
+            return
+        if image.cacheKey() != self._overlay_shown:
+            self._overlay.setPixmap(QPixmap.fromImage(image))
+            self._overlay_shown = image.cacheKey()
+        self._overlay.setTransform(self._item.transform())
+        self._overlay.setVisible(True)
+
+    def update_overlay(self, image: QImage, box: tuple[int, int, int, int]) -> None:
+        """Like :meth:`update_region`, for the overlay."""
+        if not self._overlay.isVisible() or not _patch(self._overlay, image, box):
+            self.set_overlay(image)
+            return
+        self._overlay_shown = image.cacheKey()
+
+    def overlay_shown(self) -> bool:
+        return self._overlay.isVisible()
 
     # -- zoom ----------------------------------------------------------
     @property
@@ -149,6 +198,26 @@ class ImageView(QGraphicsView):
             self.centerOn(other.center_point())
         finally:
             self._syncing = False
+
+
+def _patch(item: QGraphicsPixmapItem, image: QImage, box: tuple[int, int, int, int]) -> bool:
+    """Paint ``box`` of ``image`` into ``item``'s pixmap in place; False if it cannot."""
+    pixmap = item.pixmap()
+    if pixmap.isNull() or pixmap.size() != image.size():
+        return False
+    x0, y0, x1, y1 = box
+    rect = QRect(x0, y0, x1 - x0, y1 - y0).intersected(image.rect())
+    if rect.isEmpty():
+        return True
+    # The item lets go of the pixmap while it is painted, so that painting does not
+    # copy all of it first (a pixmap shared with the item would be detached).
+    item.setPixmap(QPixmap())
+    painter = QPainter(pixmap)
+    painter.setCompositionMode(QPainter.CompositionMode.CompositionMode_Source)
+    painter.drawImage(rect.topLeft(), image.copy(rect))
+    painter.end()
+    item.setPixmap(pixmap)
+    return True
 
 
 class ViewLock:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QAction, QGuiApplication, QIcon, QImage, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QIcon, QImage, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QButtonGroup,
@@ -36,16 +36,19 @@ from PySide6.QtWidgets import (
 )
 
 from .. import __version__
-from ..errors import ModelError
+from ..atomic import write_atomically
+from ..edit import Box, Operation, mask_from_image
+from ..errors import BgRemoverError, EditsError, ModelError
 from ..imaging import IMAGE_EXTENSIONS, LoadedImage, from_array, walk_images
 from ..models import DEFAULT_MODEL, REGISTRY, ModelStore
 from ..output import FORMATS, format_for_path
 from ..pipeline import Result
 from .compare import ComparisonView
 from .dialogs import BatchDialog, show_error
+from .editing import SIZE_STEP, TOOLS, EditBar, EditTools, overlay_image, tool_tip
 from .imageconv import qimage_to_rgba
 from .jobs import Job, JobEnd, JobRunner, JobState
-from .queue import QueueEntry, QueueModel, Status
+from .queue import EditRequest, QueueEntry, QueueModel, Status
 from .queue_jobs import QueueJobs
 from .queue_view import QueueView
 from .settings import (
@@ -59,7 +62,7 @@ from .settings import (
 from .settings_panel import SettingsPanel
 from .status import LogToStatusBar, PreparationBar
 from .views import DropZone, ImageView
-from .worker import BatchProgress, BatchRequest, Worker, composed_image, save
+from .worker import BatchProgress, BatchRequest, Processed, Worker, composed_image, save
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +103,12 @@ class MainWindow(QMainWindow):
         self._paste_count = 0
         self._batch_dialog: BatchDialog | None = None
         self._batch_job: int | None = None
+        #: Edit mode: the Result view's mouse is the edit tools' (see editing.py).
+        self.edit_mode = False
+        #: The overlay made for the result shown, reused while it is the same result.
+        self._overlay_for: tuple[Processed, QImage] | None = None
+        #: Per image id: what waits for its edits being applied (a save, a copy).
+        self._after_edits: dict[int, list] = {}
 
         self.worker = Worker(self.store)
         self.engine = JobRunner("engine", self)
@@ -111,6 +120,7 @@ class MainWindow(QMainWindow):
         self.jobs.settled.connect(self.settled)
         self.jobs.failed.connect(self._report_failure)
         self.jobs.prepared.connect(lambda _: self.panel.refresh_model_labels())
+        self.jobs.edited.connect(self._on_edited)
 
         self._build_central()
         self._build_settings_dock()
@@ -141,6 +151,8 @@ class MainWindow(QMainWindow):
 
         self.viewer = ImageView()
         self.viewer.viewChanged.connect(self._show_zoom)
+        self.edit_tools = EditTools(self.viewer, self)
+        self.edit_tools.operation.connect(self._on_edit_operation)
         self.drop_zone = DropZone()
         self.drop_zone.open_files.clicked.connect(lambda: self.open_files())
         self.drop_zone.open_folder.clicked.connect(lambda: self.open_folder())
@@ -165,6 +177,7 @@ class MainWindow(QMainWindow):
         self.before_button.released.connect(lambda: self.hold_original(False))
         bar.addSpacing(12)
         bar.addWidget(self.before_button)
+        self._mode_bar = bar  # the Edit Mask button goes after "Hold for Original"
         bar.addStretch(1)
         self.zoom_label = QLabel("")
         self.zoom_label.setToolTip("Zoom: wheel, Ctrl++ / Ctrl+-; Ctrl+0 fits, Ctrl+1 is 100 %")
@@ -186,6 +199,7 @@ class MainWindow(QMainWindow):
         vl = QVBoxLayout(viewer_page)
         vl.setContentsMargins(0, 0, 0, 0)
         vl.addLayout(bar)
+        self._viewer_layout = vl  # the edit bar goes under the mode buttons
         vl.addWidget(self.view_stack, 1)
 
         self.compare = ComparisonView()
@@ -291,8 +305,102 @@ class MainWindow(QMainWindow):
         action("&Compare fp32 | int8", "Ctrl+K", self.show_compare, view_menu)
         action("&Result", "Ctrl+J", lambda: self.tabs.setCurrentIndex(0), view_menu)
 
+        self._build_edit_actions(action)
+
         help_menu = self.menuBar().addMenu("&Help")
         action("&About bgremover", "", self.about, help_menu, "About bgremover")
+
+    def _build_edit_actions(self, action) -> None:
+        """The Touch Up menu and the edit bar: edit mode, the tools, undo and the rest."""
+        menu = self.menuBar().addMenu("&Touch Up")
+
+        def tipped(a: QAction, tip: str) -> QAction:
+            a.setToolTip(
+                tool_tip(tip, a.shortcut().toString(QKeySequence.SequenceFormat.NativeText))
+            )
+            a.setStatusTip(tip)
+            return a
+
+        self.act_edit_mode = tipped(
+            action("&Edit Mask", "E", self.set_edit_mode, menu),
+            "Edit mode: touch up the mask with brushes, clicks and boxes",
+        )
+        self.act_edit_mode.setCheckable(True)
+        menu.addSeparator()
+        self.tool_group = QActionGroup(self)
+        self.tool_actions: dict[str, QAction] = {}
+        for name, (label, key, tip) in TOOLS.items():
+            a = tipped(action(label, key, lambda _=False, n=name: self.set_tool(n), menu), tip)
+            a.setCheckable(True)
+            a.setChecked(name == self.edit_tools.tool)
+            self.tool_group.addAction(a)
+            self.tool_actions[name] = a
+        menu.addSeparator()
+        self.act_smaller = tipped(
+            action("S&maller Brush", "[", lambda: self.edit_tools.grow(1 / SIZE_STEP), menu),
+            "A smaller brush",
+        )
+        self.act_bigger = tipped(
+            action("&Bigger Brush", "]", lambda: self.edit_tools.grow(SIZE_STEP), menu),
+            "A bigger brush",
+        )
+        self.act_edge_aware = tipped(
+            action("Ed&ge-Aware Brush", "G", self._set_edge_aware, menu),
+            "Edge-aware: the brush follows the photo's edges (paint roughly along hair: "
+            "the hair is kept, the background between it goes)",
+        )
+        self.act_edge_aware.setCheckable(True)
+        self.act_overlay = tipped(
+            action("Mask &Overlay", "O", lambda: self._show_current(), menu),
+            "While editing, show the photo with what is removed tinted red; off: the output",
+        )
+        self.act_overlay.setCheckable(True)
+        self.act_overlay.setChecked(True)
+        menu.addSeparator()
+        self.act_undo = tipped(
+            action("&Undo Edit", QKeySequence.StandardKey.Undo, lambda: self.edit("undo"), menu),
+            "Take back the last edit",
+        )
+        self.act_redo = tipped(
+            action("&Redo Edit", QKeySequence.StandardKey.Redo, lambda: self.edit("redo"), menu),
+            "Make the last edit taken back again",
+        )
+        self.act_reset = tipped(
+            action("Re&set to Model's Mask", "Shift+R", self.reset_edits, menu),
+            "Back to the model's mask: every edit undone (Undo brings them back)",
+        )
+        menu.addSeparator()
+        self.act_load_mask = tipped(
+            action("&Load Mask…", "Ctrl+L", self.load_mask, menu),
+            "Replace the mask with one from a file: a mask image, or a cutout's transparency",
+        )
+        self.act_export_edits = tipped(
+            action("E&xport Edits…", "Ctrl+E", self.export_edits, menu),
+            "Save the edits as a file that `bgremover remove PHOTO --edits FILE` applies",
+        )
+        self.edit_bar = EditBar(
+            self.edit_tools,
+            self.tool_actions,
+            [
+                self.act_smaller,
+                self.act_bigger,
+                self.act_edge_aware,
+                None,
+                self.act_overlay,
+                None,
+                self.act_undo,
+                self.act_redo,
+                self.act_reset,
+                None,
+                self.act_load_mask,
+                self.act_export_edits,
+            ],
+        )
+        self.edit_bar.setVisible(False)
+        self._viewer_layout.insertWidget(1, self.edit_bar)
+        self.edit_button = QToolButton()
+        self.edit_button.setDefaultAction(self.act_edit_mode)
+        self._mode_bar.insertWidget(len(VIEW_MODES) + 2, self.edit_button)
 
     def _current_view(self) -> ImageView:
         return self.compare.fp32_view if self.tabs.currentWidget() is self.compare else self.viewer
@@ -327,7 +435,8 @@ class MainWindow(QMainWindow):
         parts = []
         unsaved = self.unsaved_entries()
         if len(unsaved) == 1:
-            parts.append(f"The cutout of {unsaved[0].name} has not been saved.")
+            edited = ", with your edits," if unsaved[0].edits else ""
+            parts.append(f"The cutout of {unsaved[0].name}{edited} has not been saved.")
         elif unsaved:
             parts.append(f"{len(unsaved)} cutouts have not been saved.")
         if self._batch_job is not None:
@@ -572,6 +681,8 @@ class MainWindow(QMainWindow):
                 return
         if entry.status is Status.DONE:
             self.jobs.update(entry)  # a result made with settings changed meanwhile
+        if not self.jobs.edits_busy(entry):
+            self.edit_tools.clear_pending()  # a remade result has the edits drawn
         self._show_current()
 
     def _next_showable(self, entry: QueueEntry) -> QueueEntry | None:
@@ -610,6 +721,7 @@ class MainWindow(QMainWindow):
     def _on_selection(self) -> None:
         """The user looks at another image or tab: start what it needs, then show it."""
         self._auto_selected = False
+        self.edit_tools.clear_pending()  # the previous image's strokes apply to it still
         self.queue.current = self.current_entry()
         self._request_current()
         self._show_current()
@@ -690,10 +802,10 @@ class MainWindow(QMainWindow):
             return
         if p is not None:
             self.queue.keep_loaded(entry)
-            mode = "original" if self._holding_original else self.view_mode
-            image = {"original": p.original, "output": p.output, "mask": p.mask}[mode]
+            image, overlay = self._display_images(p)
             self.view_stack.setCurrentWidget(self.viewer)
             self.viewer.set_image(image)
+            self.viewer.set_overlay(overlay)
             self._show_zoom()
             r = p.result
             settings = self.settings
@@ -720,6 +832,20 @@ class MainWindow(QMainWindow):
                 self.drop_zone.show_message(f"{entry.name}", state.capitalize())
         if self.tabs.currentWidget() is self.compare:
             self._show_comparison(entry)
+
+    def _display_images(self, p: Processed) -> tuple[QImage, QImage | None]:
+        """What the Result view shows of ``p``, and the overlay over it (None: none).
+
+        In edit mode with the overlay on: the photo, with the mask's removed part tinted;
+        otherwise the view mode's picture. Holding for the original shows the photo alone.
+        """
+        if self._holding_original:
+            return p.original, None
+        if self.edit_mode and self.act_overlay.isChecked():
+            if self._overlay_for is None or self._overlay_for[0] is not p:
+                self._overlay_for = (p, overlay_image(p.result.alpha))
+            return p.original, self._overlay_for[1]
+        return {"original": p.original, "output": p.output, "mask": p.mask}[self.view_mode], None
 
     def _show_zoom(self) -> None:
         shown = self.viewer.has_image() and self.view_stack.currentWidget() is self.viewer
@@ -766,6 +892,26 @@ class MainWindow(QMainWindow):
         self.act_remove.setEnabled(entry is not None)
         self.act_clear.setEnabled(len(self.queue) > 0)
         self.act_reprocess.setEnabled(len(self.queue) > 0)
+        self._update_edit_enabled(entry)
+
+    def _update_edit_enabled(self, entry: QueueEntry | None) -> None:
+        """The edit actions, from one state: edit mode, and what the image has."""
+        ready = entry is not None and entry.processed is not None
+        editing = self.edit_mode and ready
+        for a in (
+            *self.tool_actions.values(),
+            self.act_smaller,
+            self.act_bigger,
+            self.act_edge_aware,
+            self.act_overlay,
+            self.act_reset,
+            self.act_load_mask,
+        ):
+            a.setEnabled(editing)
+        self.act_undo.setEnabled(ready and entry is not None and bool(entry.edits))
+        self.act_redo.setEnabled(ready and entry is not None and bool(entry.redo))
+        self.act_export_edits.setEnabled(entry is not None and bool(entry.edits))
+        self.edit_tools.set_active(editing)
 
     # ------------------------------------------------------------------ output
     def why_nothing_to_save(self, entry: QueueEntry | None) -> str:
@@ -855,6 +1001,13 @@ class MainWindow(QMainWindow):
         if isinstance(entry.source, Path) and path.resolve() == entry.source.resolve():
             show_error(self, "Not saved", f"{path} is the original photo; choose another name.")
             return None
+        if self.jobs.edits_busy(entry):
+            # What is saved is what the edits asked for make: saved once they are applied.
+            self.statusBar().showMessage(f"Saving {path.name} once the edits are applied…")
+            self._after_edits.setdefault(entry.item_id, []).append(
+                lambda: self.save_result(entry, path, mask_only)
+            )
+            return None
         ready = self._up_to_date(entry, "save")
         if ready is None:
             return None
@@ -862,12 +1015,14 @@ class MainWindow(QMainWindow):
         # Save Mask writes the mask; Save writes what the view shows (the mask too when
         # the setting says so).
         options, name = self.settings.compose(True if mask_only else None), fmt.name
+        edits = entry.edits or None  # applied: the edits the result saved has
 
         def ended(end: JobEnd) -> None:
             if end.ok:
                 saved = entry.processed  # brought up to date before the save ran
                 entry.saved_to = path
-                entry.saved_with = (saved.config, saved.options) if saved else None
+                entry.saved_with = (saved.config, saved.options, edits) if saved else None
+                self.queue.changed(entry)
                 self._apply(last_output_folder=str(path.parent))
                 self._update_title()
                 self.statusBar().showMessage(f"Saved {path}", 5000)
@@ -915,7 +1070,11 @@ class MainWindow(QMainWindow):
 
     def copy_cutout(self) -> Job | None:
         """Copy what the Result view shows (the output for the current settings)."""
-        ready = self._up_to_date(self.current_entry(), "copy")
+        entry = self.current_entry()
+        if entry is not None and self.jobs.edits_busy(entry):
+            self._after_edits.setdefault(entry.item_id, []).append(self.copy_cutout)
+            return None
+        ready = self._up_to_date(entry, "copy")
         if ready is None:
             return None
         pending, current = ready
@@ -933,6 +1092,144 @@ class MainWindow(QMainWindow):
             on_end=ended,
             after=pending,
         )
+
+    # ------------------------------------------------------------------ editing
+    def set_edit_mode(self, on: bool) -> None:
+        """Edit mode on the Result view: the mouse uses the edit tools (E)."""
+        on = bool(on)
+        self.edit_mode = on
+        self.act_edit_mode.setChecked(on)
+        self.edit_bar.setVisible(on)
+        if on:
+            self.tabs.setCurrentIndex(0)
+        else:
+            self._overlay_for = None
+        self._show_current()
+
+    def set_tool(self, tool: str) -> None:
+        self.edit_tools.set_tool(tool)
+        self.tool_actions[tool].setChecked(True)
+
+    def _set_edge_aware(self, on: bool) -> None:
+        self.edit_tools.edge_aware = bool(on)
+
+    def _on_edit_operation(self, op: Operation) -> None:
+        """An operation drawn by the user on the current image: applied as a job."""
+        entry = self.current_entry()
+        if entry is None or not self.jobs.edit(entry, "apply", op):
+            self.edit_tools.applied(op)
+        self._edits_requested(entry)
+
+    def edit(self, action: str, op: Operation | None = None) -> bool:
+        """An edit of the current image: "apply" ``op``, "undo", "redo"."""
+        entry = self.current_entry()
+        done = entry is not None and self.jobs.edit(entry, action, op)
+        if entry is not None:
+            self._edits_requested(entry)
+        return done
+
+    def reset_edits(self) -> bool:
+        """Back to the model's mask (an edit itself: Undo takes it back)."""
+        return self.edit("apply", Operation("reset"))
+
+    def _edits_requested(self, entry: QueueEntry | None) -> None:
+        self._update_enabled()
+        self._update_title()
+        if entry is not None and entry is self.current_entry() and entry.processed is not None:
+            self.detail.setText(entry.summary)
+
+    def _on_edit_end_display(self, entry: QueueEntry, box: Box | None) -> None:
+        """Redraw only the box an edit changed of what the Result view shows."""
+        p = entry.processed
+        if p is None or box is None or self.view_stack.currentWidget() is not self.viewer:
+            return
+        image, overlay = self._display_images(p)
+        self.viewer.update_region(image, box)
+        if overlay is not None:
+            self.viewer.update_overlay(overlay, box)
+
+    def _on_edited(self, entry: QueueEntry, box: Box | None, request: EditRequest) -> None:
+        busy = self.jobs.edits_busy(entry)
+        if entry is self.current_entry():
+            self.edit_tools.applied(request.op)
+            if not busy:
+                self.edit_tools.clear_pending()  # requests made into a remade result
+            self._on_edit_end_display(entry, box)
+            self._show_current()  # costs nothing more: the view already has these images
+        else:
+            self._update_title()
+        if not busy:
+            for later in self._after_edits.pop(entry.item_id, []):
+                later()
+
+    def load_mask(self) -> None:
+        patterns = " ".join(f"*{e}" for e in sorted(IMAGE_EXTENSIONS))
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Load a mask", self.settings.last_folder, f"Images ({patterns})"
+        )
+        if path:
+            self.load_mask_from(Path(path))
+
+    def load_mask_from(self, path: Path) -> Job | None:
+        """Replace the current image's mask with ``path``'s (a mask, or a cutout's alpha),
+        read and resized on the output thread, then applied as an edit."""
+        entry = self.current_entry()
+        if entry is None or entry.processed is None:
+            return None
+        h, w = entry.processed.result.mask.shape
+
+        def read(ctx) -> Operation:
+            from PIL import Image
+
+            try:
+                with Image.open(path) as img:
+                    img.load()
+                    return Operation.load(mask_from_image(img, (h, w)))
+            except (OSError, ValueError) as exc:
+                raise EditsError(
+                    f"{path.name} could not be read as a mask: {exc}.",
+                    fix="Choose a mask image (white kept, black removed) or a cutout PNG.",
+                ) from exc
+
+        def ended(end: JobEnd) -> None:
+            if end.ok:
+                if self.jobs.edit(entry, "apply", end.result):
+                    self.statusBar().showMessage(f"Mask loaded from {path.name}.", 5000)
+                self._edits_requested(entry)
+            elif end.state is JobState.FAILED:
+                show_error(self, "Could not load the mask", end.message, end.details)
+
+        return self.output.submit("load-mask", read, on_end=ended)
+
+    def export_edits(self) -> None:
+        entry = self.current_entry()
+        if entry is None or not entry.edits:
+            self.statusBar().showMessage("No edits to export for this image.", 5000)
+            return
+        folder = entry.source.parent if isinstance(entry.source, Path) else None
+        start = Path(folder or self.settings.last_output_folder or Path.home())
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            "Export edits",
+            str(start / f"{Path(entry.name).stem}-edits.json"),
+            "bgremover edits (*.json)",
+        )
+        if path:
+            self.export_edits_to(entry, Path(path))
+
+    def export_edits_to(self, entry: QueueEntry, path: Path) -> bool:
+        """Write ``entry``'s edits (JSON, atomically): what ``bgremover remove PHOTO -o OUT
+        --edits FILE`` applies."""
+        if not entry.edits:
+            return False
+        text = entry.edits.to_json().encode("utf-8")
+        try:
+            write_atomically(path, lambda fh: fh.write(text))
+        except BgRemoverError as exc:
+            show_error(self, "Could not export the edits", exc.app_message)
+            return False
+        self.statusBar().showMessage(f"Edits exported to {path}.", 5000)
+        return True
 
     # ------------------------------------------------------------------ batch
     def open_batch(self, folder: Path | None = None) -> BatchDialog:

@@ -20,6 +20,8 @@ from PySide6.QtGui import QImage
 from ..batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
 from ..comparison import PrecisionComparison, compare_precisions
 from ..compose import ComposeOptions
+from ..edit import Box, Editor, Edits, Operation
+from ..errors import EditsError
 from ..imaging import LoadedImage
 from ..models import DownloadCancelled, ModelStore
 from ..output import write_output
@@ -58,6 +60,10 @@ class Processed:
     output: QImage
     mask: QImage
     thumb: QImage
+    #: The user's edits being made on this result (full-size, with exact undo), and the
+    #: model it calls for box and click edits; None until the first edit.
+    editor: Editor | None = field(default=None, compare=False, repr=False)
+    segmenter: ModelSegmenter | None = field(default=None, compare=False, repr=False)
 
     def stage_for(self, config: EngineConfig, options: ComposeOptions) -> str | None:
         """The first stage that must run again for these settings: "infer" (another model,
@@ -71,11 +77,54 @@ class Processed:
         return None
 
 
+class ModelSegmenter:
+    """The model behind an :class:`~bgremover.edit.Editor`'s box and click edits.
+
+    It runs the model through the Remover of the engine job applying the edit, and has
+    none between such jobs: the engine thread alone runs the model, and an edit that
+    needs it anywhere else fails plainly instead of racing it.
+    """
+
+    def __init__(self) -> None:
+        self.remover: Remover | None = None
+
+    def __call__(self, rgb: Any) -> Any:
+        if self.remover is None:
+            raise EditsError("This edit needs the model, which runs on the engine thread only.")
+        return self.remover.segment(rgb)
+
+
+def needs_model(op: Operation | None) -> bool:
+    """Whether applying ``op`` runs the model (box and click edits do)."""
+    return op is not None and op.tool in ("add", "remove", "box")
+
+
+def start_editor(
+    result: Result, refine: bool, edits: Edits | None, remover: Remover | None
+) -> tuple[Editor, ModelSegmenter]:
+    """An Editor on ``result`` (made without edits) with ``edits`` replayed on it.
+
+    ``remover`` runs the model for replayed box and click edits (engine thread only).
+    """
+    segmenter = ModelSegmenter()
+    # Without the input's own transparency, the unedited output alpha is the edits' base.
+    image = result.image
+    base = result.alpha if image.alpha is None else result.edit_base(refine)
+    segmenter.remover = remover
+    try:
+        editor = Editor(image.rgb, base, edits or None, segmenter)
+    finally:
+        segmenter.remover = None
+    return editor, segmenter
+
+
 def processed(
     result: Result,
     config: EngineConfig,
     options: ComposeOptions,
     earlier: Processed | None = None,
+    editor: Editor | None = None,
+    segmenter: ModelSegmenter | None = None,
 ) -> Processed:
     """Display images for ``result``; those of ``earlier`` (the same photo) that still hold
     are reused: the original always, the mask and thumbnail when the alpha is the same."""
@@ -89,7 +138,65 @@ def processed(
         output=to_display(result.compose_array(options)),
         mask=kept.mask if kept is not None else to_qimage(alpha),
         thumb=kept.thumb if kept is not None else thumbnail(rgb, alpha),
+        editor=editor,
+        segmenter=segmenter,
     )
+
+
+@dataclass(frozen=True)
+class Edited:
+    """An edit applied (or undone, or redone): the result with it, and the box it changed."""
+
+    processed: Processed
+    #: x0, y0, x1, y1 in the photo's pixels; None when nothing changed.
+    box: Box | None
+
+
+def apply_edit(
+    ctx: JobContext,
+    earlier: Processed,
+    action: str,
+    op: Operation | None = None,
+    remover: Remover | None = None,
+) -> Edited:
+    """One edit request on ``earlier``'s editor: ``action`` is "apply" (``op``), "undo" or
+    "redo" (``op`` is applied again when the editor was remade since it was undone).
+
+    Brushes, reset, load and undo run on the output thread; box and click edits on the
+    engine thread, with its ``remover``. The display images are made here, whole; the
+    GUI thread redraws only ``box`` of what it shows.
+    """
+    editor, segmenter = earlier.editor, earlier.segmenter
+    if editor is None or segmenter is None:
+        editor, segmenter = start_editor(earlier.result, earlier.config.refine, None, None)
+    segmenter.remover = remover
+    try:
+        if action == "apply":
+            assert op is not None
+            box = editor.apply(op)
+        elif action == "undo":
+            box = editor.undo()
+        elif editor.can_redo:
+            box = editor.redo()
+        else:
+            assert op is not None
+            box = editor.apply(op)
+    finally:
+        segmenter.remover = None
+    result = earlier.result.with_edited_alpha(editor.alpha)
+    if box is None:
+        return Edited(replace(earlier, result=result, editor=editor, segmenter=segmenter), None)
+    rgb, alpha = result.image.rgb, result.alpha
+    done = replace(
+        earlier,
+        result=result,
+        output=to_display(result.compose_array(earlier.options)),
+        mask=to_qimage(alpha),
+        thumb=thumbnail(rgb, alpha),
+        editor=editor,
+        segmenter=segmenter,
+    )
+    return Edited(done, box)
 
 
 @dataclass(frozen=True)
@@ -167,14 +274,25 @@ class Worker:
         return self.remover(ctx, config).load()
 
     def process(
-        self, ctx: JobContext, source: Source, config: EngineConfig, options: ComposeOptions
+        self,
+        ctx: JobContext,
+        source: Source,
+        config: EngineConfig,
+        options: ComposeOptions,
+        edits: Edits | None = None,
     ) -> Processed:
+        """The result of ``source``, with the user's ``edits`` (if any) replayed on it."""
         remover = self.remover(ctx, config)
         remover.load()
         ctx.token.check()  # withdrawn while the model was prepared
         result = remover.remove(source)
         ctx.token.check()
-        return processed(result, config, options)
+        if not edits:
+            return processed(result, config, options)
+        editor, segmenter = start_editor(result, config.refine, edits, remover)
+        ctx.token.check()
+        result = result.with_edited_alpha(editor.alpha)
+        return processed(result, config, options, editor=editor, segmenter=segmenter)
 
     def compare(self, ctx: JobContext, source: Source, config: EngineConfig) -> Compared:
         fp32 = self.remover(ctx, replace(config, precision="fp32"))
@@ -242,16 +360,27 @@ class Worker:
 
 
 def restage(
-    ctx: JobContext, earlier: Processed, config: EngineConfig, options: ComposeOptions
+    ctx: JobContext,
+    earlier: Processed,
+    config: EngineConfig,
+    options: ComposeOptions,
+    edits: Edits | None = None,
+    remover: Remover | None = None,
 ) -> Processed:
     """``earlier`` brought up to new settings that need no inference: the alpha refined
-    again when refinement changed, then composed again (the output thread's job)."""
+    again when refinement changed (the user's ``edits`` replayed on the new mask, with
+    ``remover`` for box and click edits: then it runs on the engine thread), then
+    composed again (the output thread's job)."""
     ctx.token.check()
-    result = earlier.result
+    result, editor, segmenter = earlier.result, earlier.editor, earlier.segmenter
     if config.refine != earlier.config.refine:
-        result = result.with_refinement(config.refine)
+        result = result.with_refinement(config.refine)  # the new base, unedited
+        editor = segmenter = None
+        if edits:
+            editor, segmenter = start_editor(result, config.refine, edits, remover)
+            result = result.with_edited_alpha(editor.alpha)
         ctx.token.check()
-    return processed(result, config, options, earlier)
+    return processed(result, config, options, earlier, editor, segmenter)
 
 
 def save(ctx: JobContext, result: Result, options: ComposeOptions, path: Path, fmt: str) -> Saved:

@@ -1,0 +1,375 @@
+"""Touch-up on the Result view: the edit tools turn the mouse into edit operations.
+
+The pixels are the engine's (:mod:`bgremover.edit`). Here a brush stroke is only a
+path drawn as the mouse moves (at screen resolution, the brush's true width at any
+zoom), a click a point, a box a rectangle: each becomes an
+:class:`~bgremover.edit.Operation` in the photo's full-size pixel coordinates (the
+scene's: the Result view shows the photo at its own size), which the window has
+applied as a job. What was drawn stays until the job has applied it. A circle of
+the brush's size follows the mouse. The overlay shows the mask over the photo:
+what is removed tinted, what is kept clear.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QAction, QColor, QImage, QMouseEvent, QPainterPath, QPen
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDoubleSpinBox,
+    QGraphicsEllipseItem,
+    QGraphicsItem,
+    QGraphicsPathItem,
+    QGraphicsRectItem,
+    QGraphicsView,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QToolButton,
+    QWidget,
+)
+
+from ..edit import BRUSHES, Operation
+from .imageconv import to_indexed
+from .views import ImageView
+
+#: The tools: name -> (label, shortcut, what it does in plain words).
+TOOLS: dict[str, tuple[str, str, str]] = {
+    "restore": (
+        "Restore",
+        "B",
+        "Restore brush: paint over parts of the subject that were removed to bring them back",
+    ),
+    "erase": ("Erase", "X", "Erase brush: paint over background that was kept to remove it"),
+    "add": (
+        "Add Click",
+        "A",
+        "Add click: click a part that should be kept; the whole region around it is kept",
+    ),
+    "remove": (
+        "Remove Click",
+        "R",
+        "Remove click: click a part that should go; the whole region around it is removed",
+    ),
+    "box": (
+        "Box",
+        "M",
+        "Box: drag a rectangle around the subject; the model looks again at just that "
+        "part and its mask replaces the mask inside",
+    ),
+}
+DEFAULT_RADIUS = 24.0
+MIN_RADIUS, MAX_RADIUS = 1.0, 2000.0
+#: ``[`` and ``]`` change the brush's size by this factor.
+SIZE_STEP = 1.25
+#: The overlay: removed parts tinted with this colour, this opaque (kept parts clear).
+OVERLAY_COLOR = (255, 30, 90)
+OVERLAY_OPACITY = 0.55
+#: The stroke drawn while painting, before the job has applied it.
+PREVIEW_COLORS = {"restore": QColor(40, 220, 90, 120), "erase": QColor(255, 40, 90, 120)}
+
+
+def _overlay_colors() -> list[int]:
+    r, g, b = OVERLAY_COLOR
+    return [QColor(r, g, b, round((255 - a) * OVERLAY_OPACITY)).rgba() for a in range(256)]
+
+
+_COLORS = _overlay_colors()
+
+
+def overlay_image(alpha: np.ndarray) -> QImage:
+    """The mask as an overlay for the photo, sharing the mask's pixels (made at once)."""
+    return to_indexed(alpha, _COLORS)
+
+
+class EditTools(QObject):
+    """The edit tools on an :class:`ImageView`: mouse events in, operations out.
+
+    Inactive, the view pans and zooms as always; active, the left button uses the tool
+    (the wheel still zooms, the scroll bars pan).
+    """
+
+    #: An operation the user made, in the photo's full-size pixels.
+    operation = Signal(object)  # Operation
+    #: The brush's radius changed (in the photo's pixels).
+    radiusChanged = Signal(float)
+    toolChanged = Signal(str)
+
+    def __init__(self, view: ImageView, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.view = view
+        self.active = False
+        self.tool = "restore"
+        self.radius = DEFAULT_RADIUS
+        self.hardness = 0.8
+        self.edge_aware = False
+        scene = view.scene()
+        # The brush's outline: a dark and a light circle, one screen pixel each, seen on
+        # any photo; their size is the brush's, in the photo's pixels, at any zoom.
+        self._cursor: list[QGraphicsEllipseItem] = []
+        for color, width in ((QColor(0, 0, 0, 200), 3.0), (QColor(255, 255, 255), 1.2)):
+            item = QGraphicsEllipseItem()
+            pen = QPen(color, width)
+            pen.setCosmetic(True)
+            item.setPen(pen)
+            item.setZValue(20)
+            item.setVisible(False)
+            scene.addItem(item)
+            self._cursor.append(item)
+        self._cursor_at = QPointF()
+        self._cursor_inside = False
+        self._points: list[tuple[float, float]] = []
+        self._drawing: QGraphicsPathItem | QGraphicsRectItem | None = None
+        self._path = QPainterPath()
+        self._anchor = QPointF()
+        #: What was drawn for operations not yet applied, by the operation's id.
+        self._pending: dict[int, QGraphicsItem] = {}
+        view.viewport().setMouseTracking(True)
+        view.viewport().installEventFilter(self)
+
+    # -- state ---------------------------------------------------------------------
+    def set_active(self, on: bool) -> None:
+        if on == self.active:
+            return
+        self.active = on
+        self._cancel_drawing()
+        self.view.setDragMode(
+            QGraphicsView.DragMode.NoDrag if on else QGraphicsView.DragMode.ScrollHandDrag
+        )
+        self._update_cursor()
+
+    def set_tool(self, tool: str) -> None:
+        if tool not in TOOLS:
+            raise ValueError(f"unknown tool {tool!r}")
+        self._cancel_drawing()
+        self.tool = tool
+        self._update_cursor()
+        self.toolChanged.emit(tool)
+
+    def set_radius(self, radius: float) -> None:
+        radius = min(MAX_RADIUS, max(MIN_RADIUS, float(radius)))
+        if radius != self.radius:
+            self.radius = radius
+            self._place_cursor(self._cursor_at)
+            self.radiusChanged.emit(radius)
+
+    def grow(self, factor: float) -> None:
+        """``]`` / ``[``: a bigger or smaller brush."""
+        self.set_radius(self.radius * factor)
+
+    def _update_cursor(self) -> None:
+        brush = self.active and self.tool in BRUSHES
+        shape = Qt.CursorShape.BlankCursor if brush else Qt.CursorShape.CrossCursor
+        if self.active:
+            self.view.viewport().setCursor(shape)
+        else:
+            self.view.viewport().unsetCursor()
+        for item in self._cursor:
+            item.setVisible(brush and self._cursor_inside)
+
+    def _place_cursor(self, pos: QPointF) -> None:
+        self._cursor_at = pos
+        r = self.radius
+        for item in self._cursor:
+            item.setRect(QRectF(pos.x() - r, pos.y() - r, 2 * r, 2 * r))
+
+    # -- operations in flight --------------------------------------------------------
+    def applied(self, op: Operation | None) -> None:
+        """``op`` has been applied (or refused): what was drawn for it goes."""
+        item = self._pending.pop(id(op), None) if op is not None else None
+        if item is not None:
+            self.view.scene().removeItem(item)
+
+    def clear_pending(self) -> None:
+        for item in self._pending.values():
+            self.view.scene().removeItem(item)
+        self._pending.clear()
+
+    def pending(self) -> int:
+        return len(self._pending)
+
+    # -- the mouse -------------------------------------------------------------------
+    def _scene_pos(self, event: QMouseEvent) -> QPointF:
+        inverse, _ = self.view.viewportTransform().inverted()
+        return inverse.map(event.position())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if not self.active or not self.view.has_image():
+            return False
+        kind = event.type()
+        if kind == QEvent.Type.Leave:
+            self._cursor_inside = False
+            self._update_cursor()
+            return False
+        if kind not in (
+            QEvent.Type.MouseButtonPress,
+            QEvent.Type.MouseMove,
+            QEvent.Type.MouseButtonRelease,
+        ):
+            return False
+        assert isinstance(event, QMouseEvent)
+        pos = self._scene_pos(event)
+        if kind == QEvent.Type.MouseMove:
+            if not self._cursor_inside:
+                self._cursor_inside = True
+                self._update_cursor()
+            self._place_cursor(pos)
+            if self._drawing is not None:
+                self._extend(pos)
+                return True
+            return False
+        if event.button() != Qt.MouseButton.LeftButton:
+            return False
+        if kind == QEvent.Type.MouseButtonPress:
+            self._begin(pos)
+        else:
+            self._finish(pos)
+        return True
+
+    def _begin(self, pos: QPointF) -> None:
+        self._cancel_drawing()
+        scene = self.view.scene()
+        if self.tool in BRUSHES:
+            self._points = [(pos.x(), pos.y())]
+            self._path = QPainterPath(pos)
+            self._path.lineTo(pos + QPointF(0.01, 0))  # a dab shows as a dot
+            item = QGraphicsPathItem(self._path)
+            pen = QPen(PREVIEW_COLORS[self.tool], 2 * self.radius)
+            pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+            pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+            item.setPen(pen)
+            item.setZValue(10)
+            scene.addItem(item)
+            self._drawing = item
+        elif self.tool == "box":
+            self._anchor = pos
+            rect = QGraphicsRectItem(QRectF(pos, pos))
+            pen = QPen(QColor(255, 255, 255), 1.5, Qt.PenStyle.DashLine)
+            pen.setCosmetic(True)
+            rect.setPen(pen)
+            rect.setBrush(QColor(255, 255, 255, 40))
+            rect.setZValue(10)
+            scene.addItem(rect)
+            self._drawing = rect
+        else:  # a click: applied at once; a marker shows where until it is
+            op = Operation.click(pos.x(), pos.y(), add=self.tool == "add")
+            marker = QGraphicsEllipseItem()
+            marker.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
+            marker.setRect(QRectF(-5, -5, 10, 10))
+            marker.setPos(pos)
+            pen = QPen(QColor(255, 255, 255), 2)
+            marker.setPen(pen)
+            marker.setBrush(PREVIEW_COLORS["restore" if self.tool == "add" else "erase"])
+            marker.setZValue(10)
+            scene.addItem(marker)
+            self._pending[id(op)] = marker
+            self.operation.emit(op)
+
+    def _extend(self, pos: QPointF) -> None:
+        item = self._drawing
+        if isinstance(item, QGraphicsPathItem):
+            last = self._points[-1]
+            # Points closer than a pixel of the photo add nothing to the stroke.
+            if (pos.x() - last[0]) ** 2 + (pos.y() - last[1]) ** 2 < 1.0:
+                return
+            self._points.append((pos.x(), pos.y()))
+            self._path.lineTo(pos)
+            item.setPath(self._path)
+        elif isinstance(item, QGraphicsRectItem):
+            item.setRect(QRectF(self._anchor, pos).normalized())
+
+    def _finish(self, pos: QPointF) -> None:
+        item = self._drawing
+        self._drawing = None
+        if item is None:
+            return
+        if isinstance(item, QGraphicsPathItem):
+            self._extend(pos)
+            op = Operation.stroke(
+                self.tool, self._points, self.radius, self.hardness, self.edge_aware
+            )
+        else:
+            rect = QRectF(self._anchor, pos).normalized()
+            if rect.width() < 4 or rect.height() < 4:  # a slip, not a box
+                self.view.scene().removeItem(item)
+                return
+            op = Operation.box(rect.left(), rect.top(), rect.right(), rect.bottom())
+        self._pending[id(op)] = item
+        self.operation.emit(op)
+
+    def _cancel_drawing(self) -> None:
+        if self._drawing is not None:
+            self.view.scene().removeItem(self._drawing)
+            self._drawing = None
+
+
+class EditBar(QWidget):
+    """The row of edit tools over the Result view, shown in edit mode: the tool buttons,
+    the brush's size, hardness and edge-awareness, and the edit actions."""
+
+    def __init__(
+        self,
+        tools: EditTools,
+        tool_actions: dict[str, QAction],
+        actions: list[QAction | None],
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.tools = tools
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for action in tool_actions.values():
+            layout.addWidget(self._button(action))
+        layout.addSpacing(8)
+        layout.addWidget(QLabel("Size"))
+        self.size_spin = QSpinBox()
+        self.size_spin.setRange(int(MIN_RADIUS), int(MAX_RADIUS))
+        self.size_spin.setSuffix(" px")
+        self.size_spin.setValue(round(tools.radius))
+        self.size_spin.setToolTip("The brush's radius in pixels of the photo ([ smaller, ] bigger)")
+        self.size_spin.valueChanged.connect(lambda v: tools.set_radius(float(v)))
+        tools.radiusChanged.connect(self._show_radius)
+        layout.addWidget(self.size_spin)
+        layout.addWidget(QLabel("Hardness"))
+        self.hardness_spin = QDoubleSpinBox()
+        self.hardness_spin.setRange(0, 100)
+        self.hardness_spin.setDecimals(0)
+        self.hardness_spin.setSuffix(" %")
+        self.hardness_spin.setValue(round(100 * tools.hardness))
+        self.hardness_spin.setToolTip(
+            "100 %: the brush paints fully up to its edge; lower: it fades towards its edge"
+        )
+        self.hardness_spin.valueChanged.connect(lambda v: setattr(tools, "hardness", v / 100))
+        layout.addWidget(self.hardness_spin)
+        self.edge_box = QCheckBox("Edge-aware")
+        self.edge_box.setToolTip(
+            "The brush follows the photo's edges: paint roughly along hair or fur and only "
+            "the colours like those under the brush's centre are restored (or erased)"
+        )
+        self.edge_box.toggled.connect(lambda on: setattr(tools, "edge_aware", on))
+        layout.addWidget(self.edge_box)
+        layout.addSpacing(8)
+        for action in actions:
+            if action is None:
+                layout.addSpacing(8)
+            else:
+                layout.addWidget(self._button(action))
+        layout.addStretch(1)
+
+    def _show_radius(self, radius: float) -> None:
+        self.size_spin.blockSignals(True)
+        self.size_spin.setValue(round(radius))
+        self.size_spin.blockSignals(False)
+
+    @staticmethod
+    def _button(action: QAction) -> QToolButton:
+        button = QToolButton()
+        button.setDefaultAction(action)
+        button.setAutoRaise(True)
+        return button
+
+
+def tool_tip(text: str, shortcut: str) -> str:
+    """A tooltip with its key, as the app's other tooltips show it."""
+    return f"{text} ({shortcut})" if shortcut else text

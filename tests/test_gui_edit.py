@@ -1,0 +1,369 @@
+"""Touch-up in the app: mouse strokes, clicks and boxes on the Result view become edits
+of the mask, applied as jobs; undo and redo are exact; what is saved, copied and
+exported is the edited result; edits survive switching images, the memory policy, a
+change of settings, and are not lost on quitting. Real widgets offscreen, the real
+worker threads and u2netp."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+pytest.importorskip("PySide6")
+import test_gui_first_hour
+from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QApplication, QMessageBox
+from test_gui_first_hour import WAIT_MS, process, save_and_wait, settle, shown_pixels
+
+from bgremover.edit import Edits, apply_edits
+from bgremover.pipeline import Remover
+from bgremover.refine import refine_alpha
+
+from conftest import DATA, make_window, row_text
+
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("isolated_settings")]
+#: The modal dialogs answered as a user would (the fixture of test_gui_first_hour.py).
+answer_dialogs = test_gui_first_hour.answer_dialogs
+CAT = DATA / "skimage_chelsea.png"
+COFFEE = DATA / "skimage_coffee.png"
+
+
+# -- driving the mouse -------------------------------------------------------------
+
+
+def _send(window, kind: QEvent.Type, x: float, y: float, buttons) -> None:
+    """A mouse event at the photo's pixel (x, y), sent to the Result view's viewport."""
+    viewer = window.viewer
+    at = QPointF(viewer.viewportTransform().map(QPointF(x, y)))
+    viewport = viewer.viewport()
+    button = Qt.MouseButton.NoButton if kind == QEvent.Type.MouseMove else Qt.MouseButton.LeftButton
+    event = QMouseEvent(
+        kind, at, QPointF(viewport.mapToGlobal(at)), button, buttons, Qt.KeyboardModifier.NoModifier
+    )
+    QApplication.sendEvent(viewport, event)
+
+
+def drag(window, points: list[tuple[float, float]]) -> None:
+    """Press at the first point, move through the others, release at the last."""
+    left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
+    _send(window, QEvent.Type.MouseMove, *points[0], none)
+    _send(window, QEvent.Type.MouseButtonPress, *points[0], left)
+    for x, y in points[1:]:
+        _send(window, QEvent.Type.MouseMove, x, y, left)
+    _send(window, QEvent.Type.MouseButtonRelease, *points[-1], none)
+
+
+def applied(qtbot, window) -> None:
+    """Wait until every edit asked for has been applied (and what waited for them ran)."""
+    entry = window.current_entry()
+    qtbot.waitUntil(lambda: not window.jobs.edits_busy(entry), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: not window.output.busy(), timeout=WAIT_MS)
+
+
+def alpha_of(window) -> np.ndarray:
+    return window.current_entry().processed.result.alpha
+
+
+def opened(qtbot, *paths: Path):
+    window = make_window(qtbot)
+    process(qtbot, window, *paths)
+    window.select(window.queue.entries()[0])
+    window.set_edit_mode(True)
+    return window
+
+
+def erase_line(qtbot, window, y: int = 150, x0: int = 150, x1: int = 300, radius: float = 8):
+    """An erase stroke across the cat, through the centres of pixels (x, y); those pixels."""
+    window.set_tool("erase")
+    window.edit_tools.set_radius(radius)
+    window.edit_tools.hardness = 1.0
+    points = [(float(x), float(y)) for x in range(x0, x1 + 1, 10)]
+    drag(window, [(x + 0.5, y + 0.5) for x, y in points])
+    applied(qtbot, window)
+    return points
+
+
+def distance_to_segment(shape, a, b) -> np.ndarray:
+    h, w = shape
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+    (ax, ay), (bx, by) = a, b
+    dx, dy = bx - ax, by - ay
+    t = np.clip(((xx - ax) * dx + (yy - ay) * dy) / (dx * dx + dy * dy), 0, 1)
+    return np.hypot(xx - (ax + t * dx), yy - (ay + t * dy))
+
+
+# -- a stroke, and undo ------------------------------------------------------------
+
+
+def test_a_stroke_changes_the_mask_under_it_and_nowhere_else(qtbot, u2netp_path) -> None:
+    window = opened(qtbot, CAT)
+    before = alpha_of(window).copy()
+    assert before[150, 150:300].min() > 200  # the cat: kept by the model
+    points = erase_line(qtbot, window)
+    after = alpha_of(window)
+    near = distance_to_segment(after.shape, points[0], points[-1])
+    changed = after != before
+    assert changed.any()
+    assert near[changed].max() <= 8 + 1.5  # the brush's radius, its anti-aliased edge
+    assert (after[near <= 7] == 0).all()  # a hard erase brush: removed under it
+    entry = window.current_entry()
+    assert entry.edited and len(entry.edits.operations) == 1
+    op = entry.edits.operations[0]
+    assert op.tool == "erase" and op.radius == 8
+    assert entry.edits.size == (after.shape[1], after.shape[0])  # the photo's full size
+    # Shown at once: the overlay tints the erased line; the output without it.
+    overlay = window.viewer._overlay.pixmap().toImage()
+    assert overlay.pixelColor(220, 150).alpha() > 100
+    assert overlay.pixelColor(220, 100).alpha() < overlay.pixelColor(220, 150).alpha()
+    assert window.edit_tools.pending() == 0  # the drawn stroke gave way to the result
+    window.act_overlay.trigger()
+    assert np.array_equal(shown_pixels(window)[..., 3], after)
+
+
+def test_undo_and_redo_restore_the_mask_bit_for_bit(qtbot, u2netp_path) -> None:
+    window = opened(qtbot, CAT)
+    before = alpha_of(window).copy()
+    erase_line(qtbot, window)
+    window.set_tool("restore")
+    drag(window, [(40.0, 40.0), (80.0, 60.0)])  # background kept back in
+    applied(qtbot, window)
+    edited = alpha_of(window).copy()
+    assert not np.array_equal(edited, before)
+    assert window.act_undo.isEnabled() and not window.act_redo.isEnabled()
+    window.act_undo.trigger()
+    window.act_undo.trigger()
+    applied(qtbot, window)
+    assert np.array_equal(alpha_of(window), before)
+    assert not window.current_entry().edited and not window.act_undo.isEnabled()
+    window.act_redo.trigger()
+    window.act_redo.trigger()
+    applied(qtbot, window)
+    assert np.array_equal(alpha_of(window), edited)
+    overlay_off = window.act_overlay
+    overlay_off.trigger()
+    assert np.array_equal(shown_pixels(window)[..., 3], edited)  # what is shown, exactly
+
+
+def test_reset_goes_back_to_the_models_mask_and_undo_takes_it_back(qtbot, u2netp_path):
+    window = opened(qtbot, CAT)
+    before = alpha_of(window).copy()
+    erase_line(qtbot, window)
+    edited = alpha_of(window).copy()
+    window.act_reset.trigger()
+    applied(qtbot, window)
+    assert np.array_equal(alpha_of(window), before)
+    window.act_undo.trigger()
+    applied(qtbot, window)
+    assert np.array_equal(alpha_of(window), edited)
+
+
+# -- the model's tools ------------------------------------------------------------
+
+
+def test_a_box_runs_the_model_on_its_crop(qtbot, u2netp_path) -> None:
+    window = opened(qtbot, CAT)
+    before = alpha_of(window).copy()
+    window.set_tool("box")
+    drag(window, [(20.5, 20.5), (120.0, 90.0), (199.5, 159.5)])
+    applied(qtbot, window)
+    after = alpha_of(window)
+    op = window.current_entry().edits.operations[-1]
+    assert op.tool == "box"
+    assert np.allclose(op.points, ((20.5, 20.5), (199.5, 159.5)))  # the photo's pixels
+    changed = np.argwhere(after != before)
+    assert changed.size and changed[:, 0].min() >= 20 and changed[:, 1].min() >= 20
+    assert changed[:, 0].max() < 160 and changed[:, 1].max() < 200  # inside the box only
+
+
+# -- what is saved is what is shown -------------------------------------------------
+
+
+def test_save_writes_the_edits_and_exported_edits_reproduce_it(
+    qtbot, u2netp_path, tmp_path
+) -> None:
+    window = opened(qtbot, CAT)
+    erase_line(qtbot, window)
+    window.set_tool("box")
+    drag(window, [(10.0, 10.0), (140.0, 120.0)])
+    window.set_tool("restore")
+    window.edit_tools.hardness = 0.5
+    drag(window, [(300.0, 250.0), (330.0, 260.0)])
+    # Saved before the edits are applied: it waits for them, and writes them.
+    assert window.save_result(window.current_entry(), tmp_path / "cut.png") is None
+    applied(qtbot, window)
+    assert (tmp_path / "cut.png").exists()
+    saved = np.asarray(Image.open(tmp_path / "cut.png"))[..., 3]
+    edited = alpha_of(window)
+    assert np.array_equal(saved, edited)
+    assert not window.current_entry().unsaved
+    # Save Mask too.
+    save_and_wait(qtbot, window, tmp_path / "mask.png", mask_only=True)
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "mask.png")), edited)
+
+    entry = window.current_entry()
+    assert window.act_export_edits.isEnabled()
+    assert window.export_edits_to(entry, tmp_path / "edits.json")
+    assert not list(tmp_path.glob(".*"))  # written atomically: no temporary file left
+    edits = Edits.from_json((tmp_path / "edits.json").read_text())
+    assert json.loads((tmp_path / "edits.json").read_text())["size"] == [451, 300]
+    assert [op.tool for op in edits.operations] == ["erase", "box", "restore"]
+    # Replayed the way `bgremover remove CAT --edits edits.json` does: the same alpha.
+    remover = Remover.from_config(window.settings.engine())
+    assert np.array_equal(remover.remove(CAT, edits=edits).alpha, saved)
+    result = entry.processed.result
+    base = refine_alpha(result.image.rgb, result.mask)
+    assert np.array_equal(apply_edits(edits, result.image.rgb, base, remover.segment), saved)
+
+
+# -- edits are never lost ------------------------------------------------------------
+
+
+def test_edits_survive_switching_images_and_the_memory_policy(
+    qtbot, u2netp_path, monkeypatch
+) -> None:
+    from bgremover.gui import queue as queue_module
+
+    window = opened(qtbot, CAT, COFFEE)
+    cat, coffee = window.queue.entries()
+    before = alpha_of(window).copy()
+    erase_line(qtbot, window)
+    edited = alpha_of(window).copy()
+    assert "✎ edited" in row_text(window, 0) and "✎ edited" not in row_text(window, 1)
+    assert "✎ edited" in window.detail.text()
+    # Room for one result only: the cat's goes when the coffee is shown.
+    monkeypatch.setattr(queue_module, "RESULT_CACHE_PIXELS", 1)
+    settle(qtbot, window, lambda: window.select(coffee))
+    assert cat.processed is None and cat.unloaded
+    assert cat.edits is not None and len(cat.edits.operations) == 1  # kept with the entry
+    assert "✎ edited" in row_text(window, 0)
+    settle(qtbot, window, lambda: window.select(cat))  # made again, the edits replayed
+    assert cat.processed is not None
+    assert np.array_equal(alpha_of(window), edited)
+    window.act_undo.trigger()  # and undo still goes back exactly
+    applied(qtbot, window)
+    assert np.array_equal(alpha_of(window), before)
+
+
+def test_a_settings_change_replays_the_edits_on_the_new_mask(qtbot, u2netp_path) -> None:
+    window = opened(qtbot, CAT)
+    erase_line(qtbot, window)
+    entry = window.current_entry()
+    settle(qtbot, window, lambda: window.panel.refine_box.setChecked(False))
+    result = entry.processed.result
+    assert entry.processed.config.refine is False
+    expected = apply_edits(entry.edits, result.image.rgb, result.mask)  # the unrefined mask
+    assert np.array_equal(result.alpha, expected)
+    assert not np.array_equal(result.alpha, result.mask)
+
+
+def test_quitting_with_unsaved_edits_asks_first(
+    qtbot, u2netp_path, tmp_path, answer_dialogs
+) -> None:
+    window = opened(qtbot, CAT)
+    save_and_wait(qtbot, window, tmp_path / "cut.png")
+    assert window._quit_question() == ""  # saved, not edited yet
+    erase_line(qtbot, window)
+    assert window.current_entry().unsaved and window.isWindowModified()
+    window.confirm_quit = True
+    try:
+        seen = answer_dialogs([QMessageBox.StandardButton.Cancel])
+        window.close()
+        assert seen and "with your edits" in seen[0] and "has not been saved" in seen[0]
+        assert window.isVisible()  # Cancel keeps the window and the edits
+        save_and_wait(qtbot, window, tmp_path / "cut.png")
+        assert window._quit_question() == ""
+        window.act_undo.trigger()  # a change of the edits: unsaved again
+        applied(qtbot, window)
+        assert "has not been saved" in window._quit_question()
+    finally:
+        window.confirm_quit = False
+
+
+# -- the tools themselves --------------------------------------------------------------
+
+
+def test_the_brush_cursor_has_the_brushs_size_at_any_zoom(qtbot, u2netp_path) -> None:
+    window = opened(qtbot, CAT)
+    tools = window.edit_tools
+    window.act_bigger.trigger()
+    assert tools.radius == pytest.approx(24 * 1.25)
+    window.act_smaller.trigger()
+    assert tools.radius == pytest.approx(24)
+    assert window.edit_bar.size_spin.value() == 24
+    for zoom in (0.5, 1.0, 3.0):
+        window.viewer.set_zoom(zoom)
+        _send(window, QEvent.Type.MouseMove, 100, 100, Qt.MouseButton.NoButton)
+        circle = tools._cursor[0]
+        assert circle.isVisible()
+        assert circle.rect().width() == 2 * 24  # in the photo's pixels
+        on_screen = window.viewer.mapFromScene(circle.rect()).boundingRect()
+        assert abs(on_screen.width() - 2 * 24 * zoom) <= 2
+
+
+def test_every_tool_has_a_key_and_a_tooltip(qtbot, u2netp_path) -> None:
+    window = make_window(qtbot)
+    actions = [
+        window.act_edit_mode,
+        *window.tool_actions.values(),
+        window.act_smaller,
+        window.act_bigger,
+        window.act_edge_aware,
+        window.act_overlay,
+        window.act_undo,
+        window.act_redo,
+        window.act_reset,
+        window.act_load_mask,
+        window.act_export_edits,
+    ]
+    keys = [a.shortcut().toString() for a in actions]
+    assert all(keys) and len(set(keys)) == len(keys)
+    assert all(len(a.toolTip()) > 15 and "&" not in a.statusTip() for a in actions)
+    everything = [a for menu in window.menuBar().actions() for a in menu.menu().actions()]
+    taken = [a.shortcut().toString() for a in everything if not a.shortcut().isEmpty()]
+    assert len(set(taken)) == len(taken)  # no key does two things
+    assert not window.tool_actions["restore"].isEnabled()  # tools only in edit mode
+
+
+def test_load_mask_replaces_the_mask(qtbot, u2netp_path, tmp_path) -> None:
+    window = opened(qtbot, CAT)
+    mask = np.zeros((150, 226), np.uint8)  # half size: resized to the photo
+    mask[:, :113] = 255
+    Image.fromarray(mask).save(tmp_path / "half.png")
+    window.load_mask_from(tmp_path / "half.png")
+    qtbot.waitUntil(lambda: window.current_entry().edited, timeout=WAIT_MS)
+    applied(qtbot, window)
+    alpha = alpha_of(window)
+    assert alpha.shape == (300, 451)
+    assert (alpha[:, :200] == 255).all() and (alpha[:, 260:] == 0).all()
+    assert window.current_entry().edits.operations[-1].tool == "load"
+
+
+def test_a_click_keeps_or_removes_its_region(qtbot, u2netp_path) -> None:
+    pytest.importorskip("bgremover.regions")
+    window = opened(qtbot, CAT)
+    before = alpha_of(window).copy()
+    window.set_tool("remove")
+    drag(window, [(220.0, 150.0)])
+    applied(qtbot, window)
+    after = alpha_of(window)
+    assert window.current_entry().edits.operations[-1].tool == "remove"
+    assert after[150, 220] < before[150, 220]
+    assert window.edit_tools.pending() == 0
+
+
+def test_leaving_edit_mode_gives_the_mouse_back_to_panning(qtbot, u2netp_path) -> None:
+    window = opened(qtbot, CAT)
+    assert window.edit_bar.isVisible() and window.edit_tools.active
+    window.act_edit_mode.trigger()
+    assert not window.edit_mode and not window.edit_bar.isVisible()
+    assert not window.edit_tools.active
+    before = alpha_of(window).copy()
+    drag(window, [(150.0, 150.0), (300.0, 150.0)])
+    QApplication.processEvents()
+    assert not window.jobs.edits_busy(window.current_entry())
+    assert np.array_equal(alpha_of(window), before)
