@@ -16,8 +16,6 @@ import numpy as np
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QAction, QColor, QImage, QMouseEvent, QPainterPath, QPen
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QDoubleSpinBox,
     QGraphicsEllipseItem,
     QGraphicsItem,
     QGraphicsPathItem,
@@ -26,6 +24,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QSpinBox,
+    QToolBar,
     QToolButton,
     QWidget,
 )
@@ -304,25 +303,30 @@ class EditTools(QObject):
             self._drawing = None
 
 
-class EditBar(QWidget):
-    """The row of edit tools over the Result view, shown in edit mode: the tool buttons,
-    the brush's size, hardness and edge-awareness, and the edit actions."""
+class EditBar(QToolBar):
+    """The column of edit tools beside the Result view, shown in edit mode: the tool
+    buttons, the brush's size and hardness, and the edit actions (``None``: a
+    separator)."""
 
     def __init__(
         self,
         tools: EditTools,
         tool_actions: dict[str, QAction],
+        size_actions: tuple[QAction, QAction],
         actions: list[QAction | None],
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.tools = tools
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        self.setOrientation(Qt.Orientation.Vertical)
+        self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.setMovable(False)
+        self.setFloatable(False)
         for action in tool_actions.values():
-            layout.addWidget(self._button(action))
-        layout.addSpacing(8)
-        layout.addWidget(QLabel("Size"))
+            self.addAction(action)
+        self.addSeparator()
+        self.addWidget(QLabel("Brush size"))
+        smaller, bigger = size_actions
         self.size_spin = QSpinBox()
         self.size_spin.setRange(int(MIN_RADIUS), int(MAX_RADIUS))
         self.size_spin.setSuffix(" px")
@@ -330,44 +334,44 @@ class EditBar(QWidget):
         self.size_spin.setToolTip("The brush's radius in pixels of the photo ([ smaller, ] bigger)")
         self.size_spin.valueChanged.connect(lambda v: tools.set_radius(float(v)))
         tools.radiusChanged.connect(self._show_radius)
-        layout.addWidget(self.size_spin)
-        layout.addWidget(QLabel("Hardness"))
-        self.hardness_spin = QDoubleSpinBox()
+        self.addWidget(_row(_button(smaller), self.size_spin, _button(bigger)))
+        self.addWidget(QLabel("Hardness"))
+        self.hardness_spin = QSpinBox()
         self.hardness_spin.setRange(0, 100)
-        self.hardness_spin.setDecimals(0)
         self.hardness_spin.setSuffix(" %")
         self.hardness_spin.setValue(round(100 * tools.hardness))
         self.hardness_spin.setToolTip(
             "100 %: the brush paints fully up to its edge; lower: it fades towards its edge"
         )
         self.hardness_spin.valueChanged.connect(lambda v: setattr(tools, "hardness", v / 100))
-        layout.addWidget(self.hardness_spin)
-        self.edge_box = QCheckBox("Edge-aware")
-        self.edge_box.setToolTip(
-            "The brush follows the photo's edges: paint roughly along hair or fur and only "
-            "the colours like those under the brush's centre are restored (or erased)"
-        )
-        self.edge_box.toggled.connect(lambda on: setattr(tools, "edge_aware", on))
-        layout.addWidget(self.edge_box)
-        layout.addSpacing(8)
+        self.addWidget(self.hardness_spin)
         for action in actions:
             if action is None:
-                layout.addSpacing(8)
+                self.addSeparator()
             else:
-                layout.addWidget(self._button(action))
-        layout.addStretch(1)
+                self.addAction(action)
 
     def _show_radius(self, radius: float) -> None:
         self.size_spin.blockSignals(True)
         self.size_spin.setValue(round(radius))
         self.size_spin.blockSignals(False)
 
-    @staticmethod
-    def _button(action: QAction) -> QToolButton:
-        button = QToolButton()
-        button.setDefaultAction(action)
-        button.setAutoRaise(True)
-        return button
+
+def _button(action: QAction) -> QToolButton:
+    button = QToolButton()
+    button.setDefaultAction(action)
+    button.setAutoRaise(True)
+    return button
+
+
+def _row(*widgets: QWidget) -> QWidget:
+    row = QWidget()
+    layout = QHBoxLayout(row)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(2)
+    for widget in widgets:
+        layout.addWidget(widget)
+    return row
 
 
 def tool_tip(text: str, shortcut: str) -> str:

@@ -199,8 +199,10 @@ class MainWindow(QMainWindow):
         vl = QVBoxLayout(viewer_page)
         vl.setContentsMargins(0, 0, 0, 0)
         vl.addLayout(bar)
-        self._viewer_layout = vl  # the edit bar goes under the mode buttons
-        vl.addWidget(self.view_stack, 1)
+        row = QHBoxLayout()
+        row.addWidget(self.view_stack, 1)
+        self._view_row = row  # the edit tools go beside the view
+        vl.addLayout(row, 1)
 
         self.compare = ComparisonView()
         self.tabs = QTabWidget()
@@ -378,12 +380,22 @@ class MainWindow(QMainWindow):
             action("E&xport Edits…", "Ctrl+E", self.export_edits, menu),
             "Save the edits as a file that `bgremover remove PHOTO --edits FILE` applies",
         )
+        # Short words on the edit bar's buttons; the menu has the full names.
+        for a, short in (
+            (self.act_smaller, "−"),
+            (self.act_bigger, "+"),
+            (self.act_edge_aware, "Edge-aware"),
+            (self.act_overlay, "Overlay"),
+            (self.act_undo, "Undo"),
+            (self.act_redo, "Redo"),
+            (self.act_reset, "Reset"),
+        ):
+            a.setIconText(short)
         self.edit_bar = EditBar(
             self.edit_tools,
             self.tool_actions,
+            (self.act_smaller, self.act_bigger),
             [
-                self.act_smaller,
-                self.act_bigger,
                 self.act_edge_aware,
                 None,
                 self.act_overlay,
@@ -397,7 +409,7 @@ class MainWindow(QMainWindow):
             ],
         )
         self.edit_bar.setVisible(False)
-        self._viewer_layout.insertWidget(1, self.edit_bar)
+        self._view_row.insertWidget(0, self.edit_bar)
         self.edit_button = QToolButton()
         self.edit_button.setDefaultAction(self.act_edit_mode)
         self._mode_bar.insertWidget(len(VIEW_MODES) + 2, self.edit_button)

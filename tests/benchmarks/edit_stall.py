@@ -1,0 +1,196 @@
+"""Longest stall of the GUI thread while the user paints on a 12-megapixel photo.
+
+    python tests/benchmarks/edit_stall.py PHOTO [--strokes 6] [--rate 60]
+
+The photo is opened in the app (offscreen), edit mode is turned on, and brush
+strokes are driven through the Result view's viewport at ``--rate`` mouse events
+a second (press, a second of moves, release), alternating erase and restore, with
+the mask overlay on and then off. A 5 ms QTimer ticks on the GUI thread; the
+largest gap between two ticks, minus the interval, is the longest time the GUI
+could not respond (as tests/benchmarks/gui_stall.py). Also printed: how long the
+full-size apply of a stroke took after its release (it runs as a job, off the
+GUI thread), and an undo. For a camera-size photo:
+``../shared/tools/make_camera_set.py ../shared/data/photos DST``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtCore import QEvent, QPointF, QSettings, Qt, QTimer
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QApplication
+
+from bgremover.gui.queue import Status
+from bgremover.gui.window import MainWindow, application
+
+INTERVAL_MS = 5
+
+
+class StallMeter:
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+        self.worst = 0.0
+        self.timer = QTimer()
+        self.timer.setInterval(INTERVAL_MS)
+        self.timer.timeout.connect(self.tick)
+
+    def tick(self) -> None:
+        now = time.perf_counter()
+        self.worst = max(self.worst, now - self.last - INTERVAL_MS / 1000)
+        self.last = now
+
+    def start(self) -> None:
+        self.last = time.perf_counter()
+        self.worst = 0.0
+        self.timer.start()
+
+
+def wait_for(app, condition, timeout: float = 600) -> None:
+    end = time.monotonic() + timeout
+    while not condition():
+        app.processEvents()
+        time.sleep(0.001)
+        if time.monotonic() > end:
+            raise SystemExit("timed out")
+
+
+def send(window: MainWindow, kind: QEvent.Type, x: float, y: float) -> None:
+    viewer = window.viewer
+    at = QPointF(viewer.viewportTransform().map(QPointF(x, y)))
+    left = Qt.MouseButton.LeftButton
+    button = Qt.MouseButton.NoButton if kind == QEvent.Type.MouseMove else left
+    buttons = Qt.MouseButton.NoButton if kind == QEvent.Type.MouseButtonRelease else left
+    event = QMouseEvent(kind, at, at, button, buttons, Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(viewer.viewport(), event)
+
+
+def paint(app, window: MainWindow, strokes: int, rate: float) -> tuple[float, list[float]]:
+    """Drive ``strokes`` strokes at ``rate`` events a second; the worst stall and, per
+    stroke, the seconds from its release to its full-size apply."""
+    entry = window.current_entry()
+    assert entry is not None and entry.processed is not None
+    h, w = entry.processed.result.mask.shape
+    cx, cy = w / 2, h / 2
+    moves = round(rate)  # a second of moves per stroke
+    events: list[tuple[QEvent.Type, float, float, int]] = []
+    for s in range(strokes):
+        y = cy + (s - strokes / 2) * h / (3 * strokes)
+        for i in range(moves + 1):
+            t = i / moves
+            x = cx - w / 4 + t * w / 2
+            yy = y + 0.05 * h * math.sin(6 * t)
+            kind = QEvent.Type.MouseMove
+            if i == 0:
+                kind = QEvent.Type.MouseButtonPress
+            elif i == moves:
+                kind = QEvent.Type.MouseButtonRelease
+            events.append((kind, x, yy, s))
+    released: dict[int, float] = {}
+    applied: list[float] = []
+    before = len(entry.edits.operations) if entry.edits else 0
+
+    def on_edited(e, box, request) -> None:
+        if e is entry and request.action == "apply":
+            applied.append(time.perf_counter() - released[len(applied)])
+
+    window.jobs.edited.connect(on_edited)
+    meter = StallMeter()
+    meter.start()
+    step = {"i": 0}
+    driver = QTimer()
+    driver.setTimerType(Qt.TimerType.PreciseTimer)
+    driver.setInterval(round(1000 / rate))
+
+    def next_event() -> None:
+        if step["i"] >= len(events):
+            driver.stop()
+            return
+        kind, x, y, s = events[step["i"]]
+        step["i"] += 1
+        if kind == QEvent.Type.MouseButtonPress:
+            window.set_tool("erase" if s % 2 == 0 else "restore")
+        send(window, kind, x, y)
+        if kind == QEvent.Type.MouseButtonRelease:
+            released[s] = time.perf_counter()
+
+    driver.timeout.connect(next_event)
+    driver.start()
+    wait_for(app, lambda: step["i"] >= len(events) and not window.jobs.edits_busy(entry))
+    wait_for(app, lambda: len(applied) >= strokes)
+    window.jobs.edited.disconnect(on_edited)
+    assert entry.edits is not None and len(entry.edits.operations) == before + strokes
+    return meter.worst, applied
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("photo", type=Path)
+    parser.add_argument("--strokes", type=int, default=6)
+    parser.add_argument("--rate", type=float, default=60.0, help="mouse events a second")
+    parser.add_argument("--radius", type=float, default=60.0, help="brush radius (photo px)")
+    parser.add_argument("--edge-aware", action="store_true", help="edge-aware brushes")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="bgremover-edit-stall-"))
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp / "settings"))
+    app = application()
+    window = MainWindow()
+    window.confirm_quit = False
+    window.show()
+    try:
+        window.add_paths([args.photo])
+        wait_for(
+            app,
+            lambda: all(e.status in (Status.DONE, Status.FAILED) for e in window.queue.entries()),
+        )
+        entry = window.current_entry()
+        if entry is None or entry.processed is None:
+            raise SystemExit(f"{args.photo} could not be processed")
+        h, w = entry.processed.result.mask.shape
+        window.set_edit_mode(True)
+        window.edit_tools.set_radius(args.radius)
+        window.edit_tools.edge_aware = args.edge_aware
+        app.processEvents()
+        results = {}
+        for overlay in (True, False):
+            if window.act_overlay.isChecked() != overlay:
+                window.act_overlay.trigger()
+            app.processEvents()
+            results[overlay] = paint(app, window, args.strokes, args.rate)
+        meter = StallMeter()
+        meter.start()
+        start = time.perf_counter()
+        window.edit("undo")
+        wait_for(app, lambda: not window.jobs.edits_busy(entry))
+        undo_time, undo_stall = time.perf_counter() - start, meter.worst
+    finally:
+        window.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print(
+        f"{args.photo.name}: {w}×{h} ({w * h / 1e6:.1f} MP), brush radius {args.radius:g} px"
+        + (", edge-aware" if args.edge_aware else "")
+    )
+    for overlay, (stall, applied) in results.items():
+        print(
+            f"overlay {'on ' if overlay else 'off'}: {args.strokes} strokes at "
+            f"{args.rate:g} events/s, longest GUI-thread stall {1000 * stall:.0f} ms; "
+            f"full-size apply after release {1000 * min(applied):.0f}–"
+            f"{1000 * max(applied):.0f} ms"
+        )
+    print(f"undo: {1000 * undo_time:.0f} ms, longest GUI-thread stall {1000 * undo_stall:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
