@@ -367,3 +367,58 @@ def test_leaving_edit_mode_gives_the_mouse_back_to_panning(qtbot, u2netp_path) -
     QApplication.processEvents()
     assert not window.jobs.edits_busy(window.current_entry())
     assert np.array_equal(alpha_of(window), before)
+
+
+def test_holding_for_the_original_while_editing_shows_the_mask_before_the_edits(
+    qtbot, u2netp_path
+) -> None:
+    window = opened(qtbot, CAT)
+    erase_line(qtbot, window)
+
+    def overlay_alpha() -> int:
+        return window.viewer._overlay.pixmap().toImage().pixelColor(220, 150).alpha()
+
+    edited = overlay_alpha()
+    assert edited > 100  # erased: tinted
+    window.hold_original(True)
+    assert window.viewer.overlay_shown() and overlay_alpha() < 20  # the model kept it
+    window.hold_original(False)
+    assert overlay_alpha() == edited
+    window.act_overlay.trigger()  # overlay off: holding shows the photo alone
+    window.hold_original(True)
+    assert not window.viewer.overlay_shown()
+    assert (shown_pixels(window)[..., 3] == 255).all()
+    window.hold_original(False)
+
+
+def test_copy_puts_the_edited_cutout_on_the_clipboard(qtbot, u2netp_path) -> None:
+    from PySide6.QtGui import QGuiApplication
+
+    from bgremover.gui.imageconv import qimage_to_rgba
+
+    window = opened(qtbot, CAT)
+    erase_line(qtbot, window)
+    with qtbot.waitSignal(window.output.ended, timeout=WAIT_MS):
+        window.copy_cutout()
+    copied = qimage_to_rgba(QGuiApplication.clipboard().image())
+    assert np.array_equal(copied[..., 3], alpha_of(window))
+
+
+def test_the_middle_button_pans_while_editing(qtbot, u2netp_path) -> None:
+    window = opened(qtbot, CAT)
+    window.viewer.set_zoom(4.0)
+    bar = window.viewer.horizontalScrollBar()
+    bar.setValue(bar.maximum() // 2)
+    start = bar.value()
+    viewport = window.viewer.viewport()
+    middle, none = Qt.MouseButton.MiddleButton, Qt.MouseButton.NoButton
+    for kind, x, button, buttons in (
+        (QEvent.Type.MouseButtonPress, 300, middle, middle),
+        (QEvent.Type.MouseMove, 250, none, middle),
+        (QEvent.Type.MouseButtonRelease, 200, middle, none),
+    ):
+        at = QPointF(x, 200)
+        event = QMouseEvent(kind, at, at, button, buttons, Qt.KeyboardModifier.NoModifier)
+        QApplication.sendEvent(viewport, event)
+    assert bar.value() == start + 100
+    assert not window.current_entry().edited  # panning is no edit

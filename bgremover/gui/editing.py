@@ -86,7 +86,7 @@ class EditTools(QObject):
     """The edit tools on an :class:`ImageView`: mouse events in, operations out.
 
     Inactive, the view pans and zooms as always; active, the left button uses the tool
-    (the wheel still zooms, the scroll bars pan).
+    and the middle button pans (the wheel still zooms).
     """
 
     #: An operation the user made, in the photo's full-size pixels.
@@ -122,6 +122,8 @@ class EditTools(QObject):
         self._drawing: QGraphicsPathItem | QGraphicsRectItem | None = None
         self._path = QPainterPath()
         self._anchor = QPointF()
+        #: Where a middle-button drag (panning) was last, while it lasts.
+        self._panning: QPointF | None = None
         #: What was drawn for operations not yet applied, by the operation's id.
         self._pending: dict[int, QGraphicsItem] = {}
         view.viewport().setMouseTracking(True)
@@ -209,6 +211,8 @@ class EditTools(QObject):
             return False
         assert isinstance(event, QMouseEvent)
         pos = self._scene_pos(event)
+        if self._panning is not None or event.button() == Qt.MouseButton.MiddleButton:
+            return self._pan(kind, event)
         if kind == QEvent.Type.MouseMove:
             if not self._cursor_inside:
                 self._cursor_inside = True
@@ -224,6 +228,19 @@ class EditTools(QObject):
             self._begin(pos)
         else:
             self._finish(pos)
+        return True
+
+    def _pan(self, kind: QEvent.Type, event: QMouseEvent) -> bool:
+        """The middle button drags the view while the left one is the tool's."""
+        at = event.position()
+        if kind == QEvent.Type.MouseButtonPress:
+            self._panning = at
+        elif self._panning is not None:
+            delta = at - self._panning
+            self._panning = None if kind == QEvent.Type.MouseButtonRelease else at
+            h, v = self.view.horizontalScrollBar(), self.view.verticalScrollBar()
+            h.setValue(h.value() - round(delta.x()))
+            v.setValue(v.value() - round(delta.y()))
         return True
 
     def _begin(self, pos: QPointF) -> None:

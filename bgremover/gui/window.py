@@ -106,7 +106,7 @@ class MainWindow(QMainWindow):
         #: Edit mode: the Result view's mouse is the edit tools' (see editing.py).
         self.edit_mode = False
         #: The overlay made for the result shown, reused while it is the same result.
-        self._overlay_for: tuple[Processed, QImage] | None = None
+        self._overlay_for: tuple[object, QImage] | None = None
         #: Per image id: what waits for its edits being applied (a save, a copy).
         self._after_edits: dict[int, list] = {}
 
@@ -354,7 +354,8 @@ class MainWindow(QMainWindow):
         self.act_edge_aware.setCheckable(True)
         self.act_overlay = tipped(
             action("Mask &Overlay", "O", lambda: self._show_current(), menu),
-            "While editing, show the photo with what is removed tinted red; off: the output",
+            "While editing, show the photo with what is removed tinted red (hold \\ for the "
+            "model's mask before your edits); off: the output",
         )
         self.act_overlay.setCheckable(True)
         self.act_overlay.setChecked(True)
@@ -848,16 +849,25 @@ class MainWindow(QMainWindow):
     def _display_images(self, p: Processed) -> tuple[QImage, QImage | None]:
         """What the Result view shows of ``p``, and the overlay over it (None: none).
 
-        In edit mode with the overlay on: the photo, with the mask's removed part tinted;
-        otherwise the view mode's picture. Holding for the original shows the photo alone.
+        In edit mode with the overlay on: the photo, with the mask's removed part tinted
+        (holding for the original shows the model's mask so, before the edits); otherwise
+        the view mode's picture (holding for the original: the photo alone).
         """
+        overlay = self.edit_mode and self.act_overlay.isChecked()
         if self._holding_original:
+            if overlay and p.editor is not None:
+                # Before / after while editing: the model's mask, before the edits.
+                return p.original, self._overlay(p.editor, p.editor.base)
             return p.original, None
-        if self.edit_mode and self.act_overlay.isChecked():
-            if self._overlay_for is None or self._overlay_for[0] is not p:
-                self._overlay_for = (p, overlay_image(p.result.alpha))
-            return p.original, self._overlay_for[1]
+        if overlay:
+            return p.original, self._overlay(p, p.result.alpha)
         return {"original": p.original, "output": p.output, "mask": p.mask}[self.view_mode], None
+
+    def _overlay(self, owner: object, alpha) -> QImage:
+        """The overlay of ``alpha``, made once while ``owner`` (a result, an editor) stays."""
+        if self._overlay_for is None or self._overlay_for[0] is not owner:
+            self._overlay_for = (owner, overlay_image(alpha))
+        return self._overlay_for[1]
 
     def _show_zoom(self) -> None:
         shown = self.viewer.has_image() and self.view_stack.currentWidget() is self.viewer
