@@ -6,6 +6,11 @@ comparisons, batches, model checks; it owns the ONNX Runtime sessions) and the
 output thread (saving and copying, so a 12-megapixel PNG never freezes the
 window). This class connects them: user actions become jobs, job ends update
 the queue, and the display is redrawn from what the queue holds.
+
+Touch-up (edit mode, E): the edit tools (editing.py) turn the mouse into
+operations in the photo's pixels; each is recorded in the image's edits at once
+and applied as a job, in order (QueueJobs.edit), and only the box it changed is
+redrawn. Saves and copies wait for the edits asked for before them.
 """
 
 from __future__ import annotations
