@@ -191,8 +191,8 @@ class QueueJobs(QObject):
         earlier requests, each as a job: :attr:`edited` tells when.
         """
         p = entry.processed
-        if p is None:
-            return False
+        if p is None or entry.status in (Status.FAILED, Status.STOPPED):
+            return False  # nothing shown to edit, or not what the edits would build on
         height, width = p.result.mask.shape
         edits = entry.edits or Edits((width, height))
         if action == "apply":
@@ -387,6 +387,10 @@ class QueueJobs(QObject):
             self._tell_user(end)
         else:
             entry.status, entry.error = Status.STOPPED, _stopped_reason(cause, end)
+        if not end.ok:
+            # The edits asked for meanwhile are in entry.edits: the next result made
+            # replays them (the one shown, if any, is not theirs to build on).
+            entry.edit_queue.clear()
         self._ended(entry)
 
     def _on_restage_end(self, end: JobEnd) -> None:
