@@ -24,7 +24,7 @@ from bgremover.edit import Edits, apply_edits
 from bgremover.pipeline import Remover
 from bgremover.refine import refine_alpha
 
-from conftest import DATA, make_window, row_text
+from conftest import DATA, make_window, row_text, run_cli
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("isolated_settings")]
 #: The modal dialogs answered as a user would (the fixture of test_gui_first_hour.py).
@@ -218,6 +218,11 @@ def test_save_writes_the_edits_and_exported_edits_reproduce_it(
     result = entry.processed.result
     base = refine_alpha(result.image.rgb, result.mask)
     assert np.array_equal(apply_edits(edits, result.image.rgb, base, remover.segment), saved)
+    # And by the command line itself, from the exported file.
+    out = tmp_path / "cli.png"
+    proc = run_cli("remove", str(CAT), "-o", str(out), "--edits", str(tmp_path / "edits.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert np.array_equal(np.asarray(Image.open(out))[..., 3], saved)
 
 
 # -- edits are never lost ------------------------------------------------------------

@@ -1129,8 +1129,14 @@ class MainWindow(QMainWindow):
         self.edit_bar.setVisible(on)
         if on:
             self.tabs.setCurrentIndex(0)
+            self.statusBar().showMessage(
+                "Edit mode: B restore, X erase, A / R click to keep / remove a region, "
+                "M box; [ ] brush size; O overlay; middle button pans; E when done.",
+                10000,
+            )
         else:
             self._overlay_for = None
+            self.statusBar().clearMessage()
         self._show_current()
 
     def set_tool(self, tool: str) -> None:
