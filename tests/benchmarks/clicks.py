@@ -1,0 +1,175 @@
+"""Clicks benchmark: how many Add / Remove clicks a user needs to correct u2netp's mask.
+
+    python tests/benchmarks/clicks.py IMAGES_DIR GT_DIR [--max-clicks 20]
+        [--tool click|box] [--refine/--no-refine] [--images N]
+
+The standard protocol of interactive segmentation (Xu et al. 2016, "Deep
+Interactive Object Selection"; RITM, Sofiiuk et al. 2022): the result starts as
+the model's mask (u2netp fp32, with the app's edge refinement unless
+``--no-refine``); each next click goes to the interior point (farthest from the
+region's border by distance transform, the image border counting as border) of
+the largest error region of the binarised result (alpha >= 128) against the
+ground truth (>= 128): an Add click on a region the result misses, a Remove
+click on one it wrongly keeps. Every click goes through
+:func:`bgremover.regions.apply_click` with all earlier clicks as ``earlier``,
+which is what the app calls. ``--tool box`` first draws one box around the
+ground truth's bounding box (one interaction, :func:`bgremover.edit.apply_box`:
+the network on the box's crop), then clicks; the box always counts, so with it
+every NoC is at least 1, and the row also gives the IoU right after the box.
+
+Printed per image: IoU with no interaction, the number of interactions to reach
+IoU 0.85 / 0.90 / 0.95 (``--max-clicks`` when never), the final IoU; then
+``MEAN NoC@85 x NoC@90 y NoC@95 z`` and the median seconds per click (the time
+of ``apply_click`` alone; the time of the box operation is printed apart).
+Ground truths of another size than their photo (e.g. camera-size photos made by
+make_camera_set.py) are resized to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+from PIL import Image
+
+from bgremover.pipeline import EngineConfig, Remover
+from bgremover.regions import apply_click
+
+THRESHOLDS = (0.85, 0.90, 0.95)
+SUFFIXES = {".jpg", ".jpeg", ".png", ".webp"}
+
+
+def iou(alpha: np.ndarray, truth: np.ndarray) -> float:
+    a, t = alpha >= 128, truth >= 128
+    union = np.logical_or(a, t).sum()
+    return 1.0 if union == 0 else float(np.logical_and(a, t).sum() / union)
+
+
+def next_click(alpha: np.ndarray, truth: np.ndarray) -> tuple[int, int, bool] | None:
+    """The interior point of the largest error region: (x, y, add), None without error."""
+    pred, gt = alpha >= 128, truth >= 128
+    error = (pred != gt).astype(np.uint8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(error, connectivity=8)
+    if count <= 1:
+        return None
+    largest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    region = np.pad((labels == largest).astype(np.uint8), 1)
+    dist = cv2.distanceTransform(region, cv2.DIST_L2, 5)[1:-1, 1:-1]
+    y, x = np.unravel_index(int(np.argmax(dist)), dist.shape)
+    return int(x), int(y), bool(gt[y, x])
+
+
+def load_pairs(images: Path, truths: Path, limit: int) -> list[tuple[Path, Path]]:
+    pairs = []
+    for src in sorted(p for p in images.iterdir() if p.suffix.lower() in SUFFIXES):
+        truth = truths / f"{src.stem}.png"
+        if truth.exists():
+            pairs.append((src, truth))
+    return pairs[:limit] if limit else pairs
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("images", type=Path)
+    ap.add_argument("truths", type=Path)
+    ap.add_argument("--max-clicks", type=int, default=20)
+    ap.add_argument("--tool", choices=("click", "box"), default="click")
+    ap.add_argument("--refine", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--images", dest="limit", type=int, default=0, help="only the first N photos")
+    args = ap.parse_args(argv)
+
+    apply_box = None
+    if args.tool == "box":
+        try:
+            from bgremover.edit import apply_box
+        except ImportError as exc:
+            print(f"--tool box skipped: bgremover.edit.apply_box is not available ({exc})")
+            return 2
+
+    remover = Remover.from_config(EngineConfig(model="u2netp", refine=args.refine))
+
+    def segment(rgb: np.ndarray) -> np.ndarray:
+        return remover.remove(rgb).mask
+
+    pairs = load_pairs(args.images, args.truths, args.limit)
+    print(
+        f"u2netp fp32, edge refinement {'on' if args.refine else 'off'}, tool {args.tool}, "
+        f"max {args.max_clicks} interactions, {len(pairs)} photos"
+    )
+    after_box = f"{'box':>7}" if apply_box is not None else ""
+    header = f"{'image':<14}{'size':>11}{'IoU@0':>7}{after_box}"
+    header += f"{'@85':>5}{'@90':>5}{'@95':>5}{'final':>7}"
+    print(header + "  clicks (+add -remove)")
+    noc: dict[float, list[int]] = {t: [] for t in THRESHOLDS}
+    click_times: list[float] = []
+    box_times: list[float] = []
+    for src, truth_path in pairs:
+        result = remover.remove(src)
+        rgb = result.image.rgb
+        alpha = result.alpha
+        truth = np.asarray(Image.open(truth_path).convert("L"))
+        if truth.shape != alpha.shape:
+            truth = cv2.resize(truth, alpha.shape[::-1], interpolation=cv2.INTER_LINEAR)
+        ious = [iou(alpha, truth)]
+        start_iou = ious[0]
+        clicks: list[tuple[float, float, bool]] = []
+        used = 0
+        if apply_box is not None:
+            ys, xs = np.nonzero(truth >= 128)
+            box = (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)
+            start = time.perf_counter()
+            alpha, _ = apply_box(rgb, alpha, box, segment)
+            box_times.append(time.perf_counter() - start)
+            used = 1
+            ious.append(iou(alpha, truth))
+        while used < args.max_clicks and ious[-1] < THRESHOLDS[-1]:
+            click = next_click(alpha, truth)
+            if click is None:
+                break
+            x, y, add = click
+            start = time.perf_counter()
+            alpha, _ = apply_click(rgb, alpha, (x, y), add, earlier=clicks, segment=segment)
+            click_times.append(time.perf_counter() - start)
+            clicks.append((x, y, add))
+            used += 1
+            ious.append(iou(alpha, truth))
+        row = []
+        # With the box tool the box is always drawn: the count starts after it.
+        first = 0 if apply_box is None else 1
+        for t in THRESHOLDS:
+            reached = next(
+                (i for i, v in enumerate(ious) if i >= first and v >= t), args.max_clicks
+            )
+            noc[t].append(reached)
+            row.append(reached)
+        signs = "".join("+" if c[2] else "-" for c in clicks)
+        size = f"{rgb.shape[1]}x{rgb.shape[0]}"
+        boxed = f"{ious[1]:>7.3f}" if apply_box is not None else ""
+        print(
+            f"{src.stem:<14}{size:>11}{start_iou:>7.3f}{boxed}{row[0]:>5}{row[1]:>5}{row[2]:>5}"
+            f"{ious[-1]:>7.3f}  {signs}",
+            flush=True,
+        )
+    means = " ".join(f"NoC@{round(t * 100)} {statistics.fmean(noc[t]):.2f}" for t in THRESHOLDS)
+    print(f"MEAN {means}")
+    within = sum(1 for n in noc[THRESHOLDS[-1]] if n <= 8)
+    print(f"reached 0.95 within 8 interactions: {within} of {len(pairs)}")
+    if click_times:
+        print(
+            f"median time per click {statistics.median(click_times):.3f} s "
+            f"(max {max(click_times):.3f} s, {len(click_times)} clicks)"
+        )
+    else:
+        print("median time per click: no clicks were needed")
+    if box_times:
+        print(f"median time per box {statistics.median(box_times):.3f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""Add / Remove clicks (bgremover.regions) on synthetic photos with known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bgremover.regions import apply_click
+
+H, W = 240, 320
+
+
+def textured_background(seed: int = 0) -> np.ndarray:
+    """Blue-grey stripes with noise: a background with texture, not one flat colour."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:H, 0:W]
+    stripes = 20.0 * np.sin((xx + 0.5 * yy) / 7.0)
+    base = np.stack([90 + stripes, 110 + stripes, 150 + 0.5 * stripes], axis=2)
+    return np.clip(base + rng.normal(0, 8, (H, W, 3)), 0, 255).astype(np.uint8)
+
+
+def disk(cx: float, cy: float, r: float) -> np.ndarray:
+    yy, xx = np.mgrid[0:H, 0:W]
+    return (xx + 0.5 - cx) ** 2 + (yy + 0.5 - cy) ** 2 <= r * r
+
+
+def paint(rgb: np.ndarray, where: np.ndarray, colour: tuple[int, int, int], seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(0, 8, (int(where.sum()), 3))
+    rgb[where] = np.clip(np.array(colour, np.float64) + noise, 0, 255).astype(np.uint8)
+
+
+def iou(a: np.ndarray, b: np.ndarray) -> float:
+    return float((a & b).sum() / (a | b).sum())
+
+
+@pytest.fixture()
+def scene() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A photo with an orange disk (missed by the mask) and a green square (kept)."""
+    rgb = textured_background()
+    missed = disk(100, 120, 45)
+    square = np.zeros((H, W), bool)
+    square[60:180, 200:290] = True
+    paint(rgb, missed, (220, 120, 40), seed=1)
+    paint(rgb, square, (60, 170, 70), seed=2)
+    alpha = np.where(square, 255, 0).astype(np.uint8)
+    return rgb, alpha, missed
+
+
+def test_one_add_click_recovers_a_missed_disk(scene) -> None:
+    rgb, alpha, missed = scene
+    new, box = apply_click(rgb, alpha, (100, 120), add=True)
+    added = (new >= 128) & (alpha < 128)
+    assert iou(added, missed) >= 0.95
+    assert box is not None
+    # The square the mask had right is left exactly as it was.
+    square = alpha == 255
+    assert np.array_equal(new[square], alpha[square])
+
+
+def test_add_click_on_a_disk_alone_in_the_photo() -> None:
+    rgb = textured_background(seed=3)
+    subject = disk(160, 110, 50)
+    paint(rgb, subject, (230, 200, 60), seed=4)
+    alpha = np.zeros((H, W), np.uint8)
+    new, _ = apply_click(rgb, alpha, (150, 120), add=True)
+    assert iou(new >= 128, subject) >= 0.95
+
+
+def test_one_remove_click_removes_a_wrongly_kept_blob_and_nothing_else(scene) -> None:
+    rgb, _, _ = scene
+    # The mask keeps the square (right) and a blob of background (wrong).
+    blob = disk(60, 50, 25)
+    square = np.zeros((H, W), bool)
+    square[60:180, 200:290] = True
+    alpha = np.where(square | blob, 255, 0).astype(np.uint8)
+    new, box = apply_click(rgb, alpha, (60, 50), add=False)
+    assert (new[blob] < 128).mean() >= 0.95
+    assert np.array_equal(new[square], alpha[square])
+    assert np.array_equal(new[~blob], alpha[~blob])
+    assert box is not None
+    x0, y0, x1, y1 = box
+    assert x0 >= 30 and x1 <= 91 and y0 >= 20 and y1 <= 81
+
+
+def test_inputs_are_not_modified_and_the_result_is_a_new_array(scene) -> None:
+    rgb, alpha, _ = scene
+    rgb_before, alpha_before = rgb.copy(), alpha.copy()
+    earlier = [(250.0, 100.0, True)]
+    new, _ = apply_click(rgb, alpha, (100, 120), add=True, earlier=earlier)
+    assert np.array_equal(rgb, rgb_before)
+    assert np.array_equal(alpha, alpha_before)
+    assert earlier == [(250.0, 100.0, True)]
+    assert new is not alpha and not np.shares_memory(new, alpha)
+
+
+@pytest.mark.parametrize("add", [True, False])
+def test_the_box_covers_exactly_the_changed_pixels(scene, add: bool) -> None:
+    rgb, alpha, missed = scene
+    if not add:
+        alpha = np.where(missed, 255, alpha).astype(np.uint8)
+    new, box = apply_click(rgb, alpha, (100, 120), add=add)
+    changed = new != alpha
+    assert box is not None
+    ys, xs = np.nonzero(changed)
+    assert box == (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
+
+
+def test_nothing_changes_when_the_click_is_already_right(scene) -> None:
+    rgb, alpha, _ = scene
+    new, box = apply_click(rgb, alpha, (240, 120), add=True)  # inside the kept square
+    assert box is None
+    assert np.array_equal(new, alpha)
+
+
+def test_the_same_inputs_give_the_same_output_bit_for_bit(scene) -> None:
+    rgb, alpha, _ = scene
+    earlier = [(250.0, 100.0, True), (20.0, 20.0, False)]
+    first = apply_click(rgb, alpha, (100, 120), add=True, earlier=earlier)
+    second = apply_click(rgb.copy(), alpha.copy(), (100, 120), add=True, earlier=earlier)
+    assert np.array_equal(first[0], second[0])
+    assert first[1] == second[1]
+
+
+@pytest.mark.parametrize("add", [True, False])
+def test_the_clicked_pixel_always_changes_even_in_a_flat_photo(add: bool) -> None:
+    rgb = np.full((H, W, 3), 128, np.uint8)
+    alpha = np.full((H, W), 0 if add else 255, np.uint8)
+    new, box = apply_click(rgb, alpha, (17.6, 33.2), add=add)
+    assert new[33, 17] == (255 if add else 0)
+    assert box is not None
+    x0, y0, x1, y1 = box
+    assert x0 <= 17 < x1 and y0 <= 33 < y1
+
+
+def test_earlier_clicks_are_hard_constraints(scene) -> None:
+    rgb, alpha, _ = scene
+    added, _ = apply_click(rgb, alpha, (100, 120), add=True)
+    # A Remove click elsewhere on the same disk must keep the earlier Add's pixel.
+    earlier = [(100.0, 120.0, True)]
+    removed, _ = apply_click(rgb, added, (120, 130), add=False, earlier=earlier)
+    assert removed[120, 100] >= 128
+    assert removed[130, 120] == 0
+
+
+def test_a_click_never_changes_a_separate_region_of_the_same_colour() -> None:
+    rgb = textured_background(seed=5)
+    left, right = disk(70, 120, 35), disk(250, 120, 35)
+    paint(rgb, left, (220, 120, 40), seed=6)
+    paint(rgb, right, (220, 120, 40), seed=7)
+    alpha = np.zeros((H, W), np.uint8)
+    new, _ = apply_click(rgb, alpha, (70, 120), add=True)
+    assert iou(new >= 128, left) >= 0.95
+    assert not (new[right] > 0).any()
+
+
+def test_photo_and_mask_of_different_sizes_are_refused(scene) -> None:
+    rgb, alpha, _ = scene
+    with pytest.raises(ValueError):
+        apply_click(rgb, alpha[:-1], (10, 10), add=True)
+
+
+@pytest.mark.model
+def test_an_add_click_on_a_real_photo_fills_a_hole_cut_into_u2netps_mask(u2netp_remover) -> None:
+    import cv2
+
+    from conftest import SAMPLE
+
+    result = u2netp_remover.remove(SAMPLE)
+    rgb, alpha = result.image.rgb, result.alpha
+    subject = alpha >= 128
+    # A hole in the middle of the subject, as if the network had missed it.
+    depth = cv2.distanceTransform(subject.astype(np.uint8), cv2.DIST_L2, 5)
+    cy, cx = np.unravel_index(int(np.argmax(depth)), depth.shape)
+    yy, xx = np.mgrid[0 : alpha.shape[0], 0 : alpha.shape[1]]
+    hole = (xx - cx) ** 2 + (yy - cy) ** 2 <= (0.6 * depth[cy, cx]) ** 2
+    holed = np.where(hole, 0, alpha).astype(np.uint8)
+
+    def segment(crop: np.ndarray) -> np.ndarray:
+        return u2netp_remover.remove(crop).mask
+
+    new, box = apply_click(rgb, holed, (cx + 0.5, cy + 0.5), add=True, segment=segment)
+    assert (new[hole] >= 128).mean() >= 0.85  # 0.91 measured
+    assert iou(new >= 128, subject) >= 0.96  # 0.98 measured
+    assert iou(new >= 128, subject) > iou(holed >= 128, subject) + 0.05
+    assert box is not None
