@@ -427,3 +427,32 @@ def test_the_middle_button_pans_while_editing(qtbot, u2netp_path) -> None:
         QApplication.sendEvent(viewport, event)
     assert bar.value() == start + 100
     assert not window.current_entry().edited  # panning is no edit
+
+
+def test_a_batch_over_the_folder_writes_the_edited_photo_edited(
+    qtbot, u2netp_path, tmp_path
+) -> None:
+    import shutil
+
+    from bgremover.gui.jobs import JobState
+
+    from conftest import is_job
+
+    src = tmp_path / "photos"
+    src.mkdir()
+    shutil.copy(CAT, src / "cat.png")
+    shutil.copy(COFFEE, src / "coffee.png")
+    window = opened(qtbot, src / "cat.png")
+    erase_line(qtbot, window)
+    edited = alpha_of(window).copy()
+    dialog = window.open_batch(src)
+    out = tmp_path / "out"
+    dialog.output_edit.setText(str(out))
+    with qtbot.waitSignal(
+        window.engine.ended, check_params_cb=is_job("batch"), timeout=WAIT_MS
+    ) as ended:
+        dialog.start_button.click()
+    assert ended.args[0].state is JobState.DONE
+    assert np.array_equal(np.asarray(Image.open(out / "cat.png"))[..., 3], edited)
+    unedited = Remover.from_config(window.settings.engine()).remove(src / "coffee.png").alpha
+    assert np.array_equal(np.asarray(Image.open(out / "coffee.png"))[..., 3], unedited)

@@ -1286,7 +1286,14 @@ class MainWindow(QMainWindow):
         if self._batch_job is not None:
             return None  # one batch at a time; Start is disabled while one runs
         options, config = self.settings.compose(), self.settings.engine()
-        request = BatchRequest((src,), dst, config, options, self.settings.output_format, overwrite)
+        edits = tuple(
+            (e.source.resolve(), e.edits)
+            for e in self.queue.entries()
+            if isinstance(e.source, Path) and e.edits
+        )
+        request = BatchRequest(
+            (src,), dst, config, options, self.settings.output_format, overwrite, edits
+        )
 
         def progress(job_id: int, payload: object) -> None:
             if isinstance(payload, BatchProgress):

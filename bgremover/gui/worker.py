@@ -230,6 +230,9 @@ class BatchRequest:
     options: ComposeOptions
     fmt: str
     overwrite: bool = False
+    #: The user's edits of photos in the queue, by the photo's resolved path: a batch
+    #: over their folder writes them edited, as Save does.
+    edits: tuple[tuple[Path, Edits], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -317,6 +320,12 @@ class Worker:
         engine's batch: images being written are finished, nothing else starts.
         """
         plan = plan_batch(list(request.inputs), request.output, request.fmt)
+        if request.edits:
+            edited = dict(request.edits)
+            jobs = tuple(
+                replace(j, edits=edited.get(j.source.resolve(), j.edits)) for j in plan.jobs
+            )
+            plan = replace(plan, jobs=jobs)
         total = len(plan.jobs)
         yield BatchProgress("started", total=total, problems=plan.problems)
         if not plan.jobs:
