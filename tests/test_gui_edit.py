@@ -81,7 +81,7 @@ def erase_line(qtbot, window, y: int = 150, x0: int = 150, x1: int = 300, radius
     """An erase stroke across the cat, through the centres of pixels (x, y); those pixels."""
     window.set_tool("erase")
     window.edit_tools.set_radius(radius)
-    window.edit_tools.hardness = 1.0
+    window.edit_tools.set_hardness(1.0)
     points = [(float(x), float(y)) for x in range(x0, x1 + 1, 10)]
     drag(window, [(x + 0.5, y + 0.5) for x, y in points])
     applied(qtbot, window)
@@ -191,7 +191,7 @@ def test_save_writes_the_edits_and_exported_edits_reproduce_it(
     window.set_tool("box")
     drag(window, [(10.0, 10.0), (140.0, 120.0)])
     window.set_tool("restore")
-    window.edit_tools.hardness = 0.5
+    window.edit_tools.set_hardness(0.5)
     drag(window, [(300.0, 250.0), (330.0, 260.0)])
     # Saved before the edits are applied: it waits for them, and writes them.
     assert window.save_result(window.current_entry(), tmp_path / "cut.png") is None

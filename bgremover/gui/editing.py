@@ -116,6 +116,14 @@ class EditTools(QObject):
             item.setVisible(False)
             scene.addItem(item)
             self._cursor.append(item)
+        # Where a soft brush starts to fade: a dotted circle inside.
+        self._inner = QGraphicsEllipseItem()
+        pen = QPen(QColor(255, 255, 255, 200), 1.0, Qt.PenStyle.DotLine)
+        pen.setCosmetic(True)
+        self._inner.setPen(pen)
+        self._inner.setZValue(20)
+        self._inner.setVisible(False)
+        scene.addItem(self._inner)
         self._cursor_at = QPointF()
         self._cursor_inside = False
         self._points: list[tuple[float, float]] = []
@@ -155,6 +163,11 @@ class EditTools(QObject):
             self._place_cursor(self._cursor_at)
             self.radiusChanged.emit(radius)
 
+    def set_hardness(self, hardness: float) -> None:
+        self.hardness = min(1.0, max(0.0, float(hardness)))
+        self._place_cursor(self._cursor_at)
+        self._update_cursor()
+
     def grow(self, factor: float) -> None:
         """``]`` / ``[``: a bigger or smaller brush."""
         self.set_radius(self.radius * factor)
@@ -168,12 +181,15 @@ class EditTools(QObject):
             self.view.viewport().unsetCursor()
         for item in self._cursor:
             item.setVisible(brush and self._cursor_inside)
+        self._inner.setVisible(brush and self._cursor_inside and self.hardness < 1.0)
 
     def _place_cursor(self, pos: QPointF) -> None:
         self._cursor_at = pos
         r = self.radius
         for item in self._cursor:
             item.setRect(QRectF(pos.x() - r, pos.y() - r, 2 * r, 2 * r))
+        inner = r * self.hardness
+        self._inner.setRect(QRectF(pos.x() - inner, pos.y() - inner, 2 * inner, 2 * inner))
 
     # -- operations in flight --------------------------------------------------------
     def applied(self, op: Operation | None) -> None:
@@ -360,7 +376,7 @@ class EditBar(QToolBar):
         self.hardness_spin.setToolTip(
             "100 %: the brush paints fully up to its edge; lower: it fades towards its edge"
         )
-        self.hardness_spin.valueChanged.connect(lambda v: setattr(tools, "hardness", v / 100))
+        self.hardness_spin.valueChanged.connect(lambda v: tools.set_hardness(v / 100))
         self.addWidget(self.hardness_spin)
         for action in actions:
             if action is None:
