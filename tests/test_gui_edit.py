@@ -456,3 +456,26 @@ def test_a_batch_over_the_folder_writes_the_edited_photo_edited(
     assert np.array_equal(np.asarray(Image.open(out / "cat.png"))[..., 3], edited)
     unedited = Remover.from_config(window.settings.engine()).remove(src / "coffee.png").alpha
     assert np.array_equal(np.asarray(Image.open(out / "coffee.png"))[..., 3], unedited)
+
+
+def test_a_stroke_is_drawn_as_the_mouse_moves_before_it_is_applied(qtbot, u2netp_path):
+    from PySide6.QtWidgets import QGraphicsPathItem
+
+    window = opened(qtbot, CAT)
+    window.set_tool("restore")
+    window.edit_tools.set_radius(10)
+    left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
+    _send(window, QEvent.Type.MouseButtonPress, 50.5, 50.5, left)
+    _send(window, QEvent.Type.MouseMove, 90.5, 60.5, left)
+    drawn = window.edit_tools._drawing
+    assert isinstance(drawn, QGraphicsPathItem)  # on screen while the button is down
+    assert drawn.pen().widthF() == 20  # the brush's width, in the photo's pixels
+    assert drawn.path().elementCount() >= 3
+    _send(window, QEvent.Type.MouseButtonRelease, 120.5, 70.5, none)
+    # Released: the operation is a job now; what was drawn stays until it is applied.
+    assert window.edit_tools.pending() == 1
+    assert window.jobs.edits_busy(window.current_entry())
+    op = window.current_entry().edits.operations[-1]
+    assert op.points == ((50.5, 50.5), (90.5, 60.5), (120.5, 70.5))
+    applied(qtbot, window)
+    assert window.edit_tools.pending() == 0

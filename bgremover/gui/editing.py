@@ -313,11 +313,11 @@ class EditTools(QObject):
 
     def _finish(self, pos: QPointF) -> None:
         item = self._drawing
-        self._drawing = None
         if item is None:
             return
+        self._extend(pos)  # the stroke goes up to where the button was released
+        self._drawing = None
         if isinstance(item, QGraphicsPathItem):
-            self._extend(pos)
             op = Operation.stroke(
                 self.tool, self._points, self.radius, self.hardness, self.edge_aware
             )
