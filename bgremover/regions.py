@@ -220,7 +220,10 @@ def _region(
     where = grid.pixel(x, y)
     mine = seeds == (cv2.GC_FGD if add else cv2.GC_BGD)
     side = ~old if add else old
-    flip = (prior >= 0.5) & side if prior is not None else _cluster_flip(small, side, mine, where)
+    # The fine pass flips every pixel the coarse region reaches, even partly: left as
+    # they were, the rim pixels of a flat-coloured region would teach GrabCut that
+    # its colour belongs to the side it is leaving, and it would keep the region.
+    flip = (prior > 0.0) & side if prior is not None else _cluster_flip(small, side, mine, where)
     keep, move = (cv2.GC_BGD, cv2.GC_FGD) if add else (cv2.GC_FGD, cv2.GC_BGD)
     labels = np.where(old ^ flip, cv2.GC_PR_FGD, cv2.GC_PR_BGD).astype(np.uint8)
     labels[~side] = move

@@ -229,7 +229,8 @@ def test_box_replaces_the_mask_inside_and_blends_at_its_border() -> None:
         return np.full(crop.shape[:2], 255, np.uint8)
 
     new, box = apply_box(rgb, alpha, (100, 50, 300, 200), segment)
-    assert calls == [(150, 200, 3)]  # the network saw exactly the box's crop
+    # The network saw the box's crop with a tenth of its sides around it as context.
+    assert calls == [(150 + 2 * 15, 200 + 2 * 20, 3)]
     assert box == (100, 50, 300, 200)
     assert (new[60:190, 110:290] == 255).all()  # inside: the crop's mask
     assert (new[:50] == 0).all() and (new[200:] == 0).all() and (new[:, :100] == 0).all()

@@ -10,17 +10,17 @@ the model's mask (u2netp fp32, with the app's edge refinement unless
 region's border by distance transform, the image border counting as border) of
 the largest error region of the binarised result (alpha >= 128) against the
 ground truth (>= 128): an Add click on a region the result misses, a Remove
-click on one it wrongly keeps. Every click goes through
-:func:`bgremover.regions.apply_click` with all earlier clicks as ``earlier``,
-which is what the app calls. ``--tool box`` first draws one box around the
-ground truth's bounding box (one interaction, :func:`bgremover.edit.apply_box`:
-the network on the box's crop), then clicks; the box always counts, so with it
-every NoC is at least 1, and the row also gives the IoU right after the box.
+click on one it wrongly keeps. Every interaction is an operation applied by the
+app's own :class:`bgremover.edit.Editor`, with the model's crops as the app runs
+them (:meth:`Remover.segment`), clicked at the pixel's centre as a mouse click is.
+``--tool box`` first draws one box around the ground truth's bounding box (one
+interaction: the network on the box's crop), then clicks; the box always counts,
+so with it every NoC is at least 1, and the row also gives the IoU right after it.
 
 Printed per image: IoU with no interaction, the number of interactions to reach
 IoU 0.85 / 0.90 / 0.95 (``--max-clicks`` when never), the final IoU; then
 ``MEAN NoC@85 x NoC@90 y NoC@95 z`` and the median seconds per click (the time
-of ``apply_click`` alone; the time of the box operation is printed apart).
+of the click operation alone; the time of the box operation is printed apart).
 Ground truths of another size than their photo (e.g. camera-size photos made by
 make_camera_set.py) are resized to it.
 """
@@ -37,8 +37,8 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from bgremover.edit import Editor, Operation
 from bgremover.pipeline import EngineConfig, Remover
-from bgremover.regions import apply_click
 
 THRESHOLDS = (0.85, 0.90, 0.95)
 SUFFIXES = {".jpg", ".jpeg", ".png", ".webp"}
@@ -83,25 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--images", dest="limit", type=int, default=0, help="only the first N photos")
     args = ap.parse_args(argv)
 
-    apply_box = None
-    if args.tool == "box":
-        try:
-            from bgremover.edit import apply_box
-        except ImportError as exc:
-            print(f"--tool box skipped: bgremover.edit.apply_box is not available ({exc})")
-            return 2
-
     remover = Remover.from_config(EngineConfig(model="u2netp", refine=args.refine))
-
-    def segment(rgb: np.ndarray) -> np.ndarray:
-        return remover.remove(rgb).mask
 
     pairs = load_pairs(args.images, args.truths, args.limit)
     print(
         f"u2netp fp32, edge refinement {'on' if args.refine else 'off'}, tool {args.tool}, "
         f"max {args.max_clicks} interactions, {len(pairs)} photos"
     )
-    after_box = f"{'box':>7}" if apply_box is not None else ""
+    after_box = f"{'box':>7}" if args.tool == "box" else ""
     header = f"{'image':<14}{'size':>11}{'IoU@0':>7}{after_box}"
     header += f"{'@85':>5}{'@90':>5}{'@95':>5}{'final':>7}"
     print(header + "  clicks (+add -remove)")
@@ -117,30 +106,32 @@ def main(argv: list[str] | None = None) -> int:
             truth = cv2.resize(truth, alpha.shape[::-1], interpolation=cv2.INTER_LINEAR)
         ious = [iou(alpha, truth)]
         start_iou = ious[0]
-        clicks: list[tuple[float, float, bool]] = []
+        # The app's own editor: the same operations, the model's crops as the app runs them.
+        editor = Editor(rgb, alpha, segment=remover.segment)
+        clicks: list[tuple[int, int, bool]] = []
         used = 0
-        if apply_box is not None:
+        if args.tool == "box":
             ys, xs = np.nonzero(truth >= 128)
-            box = (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)
             start = time.perf_counter()
-            alpha, _ = apply_box(rgb, alpha, box, segment)
+            editor.apply(Operation.box(xs.min(), ys.min(), xs.max() + 1, ys.max() + 1))
             box_times.append(time.perf_counter() - start)
             used = 1
-            ious.append(iou(alpha, truth))
+            ious.append(iou(editor.alpha, truth))
         while used < args.max_clicks and ious[-1] < THRESHOLDS[-1]:
-            click = next_click(alpha, truth)
+            # Pixel (x, y) is clicked at its centre, as a mouse click on it is.
+            click = next_click(editor.alpha, truth)
             if click is None:
                 break
             x, y, add = click
             start = time.perf_counter()
-            alpha, _ = apply_click(rgb, alpha, (x, y), add, earlier=clicks, segment=segment)
+            editor.apply(Operation.click(x + 0.5, y + 0.5, add))
             click_times.append(time.perf_counter() - start)
-            clicks.append((x, y, add))
+            clicks.append(click)
             used += 1
-            ious.append(iou(alpha, truth))
+            ious.append(iou(editor.alpha, truth))
         row = []
         # With the box tool the box is always drawn: the count starts after it.
-        first = 0 if apply_box is None else 1
+        first = 1 if args.tool == "box" else 0
         for t in THRESHOLDS:
             reached = next(
                 (i for i, v in enumerate(ious) if i >= first and v >= t), args.max_clicks
@@ -149,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             row.append(reached)
         signs = "".join("+" if c[2] else "-" for c in clicks)
         size = f"{rgb.shape[1]}x{rgb.shape[0]}"
-        boxed = f"{ious[1]:>7.3f}" if apply_box is not None else ""
+        boxed = f"{ious[1]:>7.3f}" if args.tool == "box" else ""
         print(
             f"{src.stem:<14}{size:>11}{start_iou:>7.3f}{boxed}{row[0]:>5}{row[1]:>5}{row[2]:>5}"
             f"{ious[-1]:>7.3f}  {signs}",
