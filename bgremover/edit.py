@@ -48,6 +48,7 @@ import numpy as np
 from PIL import Image
 
 from .errors import EditsError
+from .regions import Box, apply_click
 
 __all__ = [
     "BRUSHES",
@@ -63,9 +64,6 @@ __all__ = [
     "apply_operation",
     "load_edits",
 ]
-
-#: x0, y0, x1, y1: a half-open box of pixels.
-Box = tuple[int, int, int, int]
 
 #: Runs the network on an RGB crop; returns the mask (uint8) at the crop's size.
 Segmenter = Callable[[np.ndarray], np.ndarray]
@@ -505,8 +503,6 @@ def apply_operation(
     if op.tool in BRUSHES:
         return apply_stroke(ctx.rgb, alpha, op)
     if op.tool in CLICKS:
-        from .regions import apply_click
-
         (x, y), add = op.points[0], op.tool == "add"
         new, box = apply_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), ctx.segment)
         ctx.clicks.append((x, y, add))
