@@ -204,6 +204,7 @@ def _region(
     grid: _Grid,
     clicks: Sequence[Click],
     prior: np.ndarray | None = None,
+    level: int = 128,
 ) -> np.ndarray | None:
     """The region the last click changes, on ``grid`` (bool), or None when GrabCut
     leaves the clicked pixel as it was.
@@ -215,7 +216,7 @@ def _region(
     """
     x, y, add = clicks[-1]
     small = grid.sample(rgb)
-    old = grid.sample(alpha) >= 128
+    old = grid.sample(alpha) >= level
     seeds = _seeds(grid, clicks)
     where = grid.pixel(x, y)
     mine = seeds == (cv2.GC_FGD if add else cv2.GC_BGD)
@@ -288,7 +289,16 @@ def apply_click(
     new = alpha.copy()
     target = 255.0 if add else 0.0
     coarse_grid = _Grid.over((0, 0, width, height), COARSE_SIDE)
-    coarse = _region(rgb, alpha, coarse_grid, clicks)
+    # The mask's two sides are split at 128, unless the click is on a see-through
+    # leftover (a Remove click where alpha < 128, an Add click where it is >= 128):
+    # then at half-way between the clicked pixel and the side the click asks for,
+    # so that a faint remnant the user can see goes with its region too.
+    a = int(alpha[py, px])
+    if add:
+        level = 128 if a < 128 else (a + 256) // 2
+    else:
+        level = 128 if a >= 128 else max(1, (a + 1) // 2)
+    coarse = _region(rgb, alpha, coarse_grid, clicks, level=level)
     if coarse is not None:
         bx0, by0, bx1, by1 = _bbox(coarse)
         bx0, bx1 = int(bx0 / coarse_grid.sx), min(width, int(np.ceil(bx1 / coarse_grid.sx)))
@@ -297,7 +307,7 @@ def apply_click(
         roi: Box = (max(0, bx0 - mx), max(0, by0 - my), min(width, bx1 + mx), min(height, by1 + my))
         fine_grid = _Grid.over(roi, FINE_SIDE)
         prior = fine_grid.warp_from(coarse.astype(np.float32), coarse_grid)
-        fine = _region(rgb, alpha, fine_grid, clicks, prior)
+        fine = _region(rgb, alpha, fine_grid, clicks, prior, level)
         if fine is not None:
             x0, y0, x1, y1 = roi
             weight = fine.astype(np.float32)
