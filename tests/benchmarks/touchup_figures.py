@@ -5,11 +5,12 @@
 - ``touchup-hair.png``: matplotlib's Grace Hopper portrait (public domain). u2netp keeps
   a purple halo of the flag behind her along the hat and the hair; one edge-aware erase
   stroke along that outline (drawn in yellow on the left) clears it and keeps the hair.
-- ``touchup-clicks.png``: scikit-image's astronaut (public domain). u2netp keeps part of
-  the flag beside her; Remove clicks, placed by the clicks benchmark's simulated user
-  against a reference mask, take it away. With ``--clicks-on IMAGE GT`` the same is
-  done for any photo and its ground truth (for images that may not be redistributed:
-  look at them, do not commit them).
+- ``touchup-clicks.png``: scikit-image's astronaut (public domain). u2netp keeps a
+  faint part of the flag beside her; two Remove clicks on its stripes take it away.
+  With ``--clicks-on IMAGE GT`` the clicks are placed instead by the clicks
+  benchmark's simulated user against a ground truth, for any photo (for images that
+  may not be redistributed, such as the matting set's plant: look at them, do not
+  commit them).
 
 Each panel is the cutout on a solid colour, so halos and leftovers show.
 """
@@ -35,6 +36,8 @@ BACKGROUND = np.array([255, 0, 255], np.float32)  # magenta: halos of any colour
 HAIR_STROKE = [(160, 110), (150, 160), (148, 210), (156, 260), (172, 300), (195, 325)]
 HAIR_RADIUS = 14
 HAIR_CROP = (110, 95, 230, 335)
+#: Two Remove clicks on the flag's stripes, where a user would put them.
+ASTRONAUT_CLICKS = [(20.0, 300.0, False), (12.0, 460.0, False)]
 
 
 def on_colour(rgb: np.ndarray, alpha: np.ndarray) -> Image.Image:
@@ -64,28 +67,37 @@ def hair_figure(photos: Path, remover: Remover) -> Image.Image:
 
 
 def clicks_figure(
-    image_path: Path, truth: np.ndarray, remover: Remover, clicks: int
+    image_path: Path,
+    remover: Remover,
+    clicks: list[tuple[float, float, bool]] | None = None,
+    truth: np.ndarray | None = None,
+    count: int = 8,
 ) -> Image.Image:
+    """Before (with the clicks drawn: green Add, red Remove) and after. The clicks are
+    given, or placed one by one by the benchmark's simulated user against ``truth``."""
     image = read_image(image_path)
     result = remover.remove(image)
     editor = Editor(image.rgb, result.alpha, segment=remover.segment)
     placed = []
-    for _ in range(clicks):
-        click = next_click(editor.alpha, truth)
-        if click is None:
-            break
-        x, y, add = click
+    for i in range(len(clicks) if clicks is not None else count):
+        if clicks is not None:
+            x, y, add = clicks[i]
+        else:
+            assert truth is not None
+            found = next_click(editor.alpha, truth)
+            if found is None:
+                break
+            x, y, add = found[0] + 0.5, found[1] + 0.5, found[2]
         editor.apply(Operation.click(x, y, add))
-        placed.append(click)
+        placed.append((x, y, add))
     before = on_colour(image.rgb, result.alpha)
     draw = ImageDraw.Draw(before)
-    r = max(4, round(0.012 * max(before.size)))
+    r = max(6, round(0.018 * max(before.size)))
     for x, y, add in placed:
         colour = (40, 220, 60) if add else (235, 40, 40)
         draw.ellipse((x - r, y - r, x + r, y + r), fill=colour, outline="white", width=2)
     after = on_colour(image.rgb, editor.alpha)
-    zoom = max(1, 600 // max(before.size))
-    return side_by_side(before, after, zoom)
+    return side_by_side(before, after, 1)
 
 
 def main() -> None:
@@ -93,17 +105,20 @@ def main() -> None:
     parser.add_argument("photos", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--clicks-on", nargs=2, type=Path, metavar=("IMAGE", "GT"))
-    parser.add_argument("--clicks", type=int, default=3)
+    parser.add_argument("--clicks", type=int, default=8)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     remover = Remover("u2netp", providers="cpu")
     if args.clicks_on:
         image, gt = args.clicks_on
         truth = np.asarray(Image.open(gt).convert("L"))
-        fig = clicks_figure(image, truth, remover, args.clicks)
+        fig = clicks_figure(image, remover, truth=truth, count=args.clicks)
         fig.save(args.out / f"touchup-clicks-{image.stem}.png", optimize=True)
         return
     hair_figure(args.photos, remover).save(args.out / "touchup-hair.png", optimize=True)
+    astronaut = args.photos / "skimage_astronaut.png"
+    fig = clicks_figure(astronaut, remover, clicks=ASTRONAUT_CLICKS)
+    fig.save(args.out / "touchup-clicks.png", optimize=True)
 
 
 if __name__ == "__main__":
