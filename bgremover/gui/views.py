@@ -56,6 +56,8 @@ class ImageView(QGraphicsView):
         #: What the image item shows (the QImage's cache key and the size asked for), so
         #: that showing the same image again costs nothing.
         self._shown: tuple[int, tuple[int, int] | None] | None = None
+        #: Whether the image item's pixmap has pixels of its own (see set_image).
+        self._owned = False
         self._overlay_shown: int | None = None
         self._checker = checkerboard_brush() if checkerboard else None
         self._fit = True
@@ -69,8 +71,15 @@ class ImageView(QGraphicsView):
         self._syncing = False
 
     # -- content -------------------------------------------------------
-    def set_image(self, image: QImage | None, size: tuple[int, int] | None = None) -> None:
-        """Show ``image``; ``size`` (w, h) stretches it (e.g. a 320² raw output over a photo)."""
+    def set_image(
+        self, image: QImage | None, size: tuple[int, int] | None = None, editable: bool = False
+    ) -> None:
+        """Show ``image``; ``size`` (w, h) stretches it (e.g. a 320² raw output over a photo).
+
+        ``editable``: it will be redrawn in parts (:meth:`update_region`). The pixmap then
+        gets pixels of its own now: one shared with ``image`` (Qt's cheap default) would
+        be copied whole by the first partial redraw, in the middle of painting.
+        """
         if image is None or image.isNull():
             self._item.setPixmap(QPixmap())
             self._scene.setSceneRect(QRectF())
@@ -78,10 +87,10 @@ class ImageView(QGraphicsView):
             self.set_overlay(None)
             return
         key = (image.cacheKey(), size)
-        if key == self._shown:
+        if key == self._shown and (self._owned or not editable):
             return  # already on screen: a 12-megapixel pixmap is not made again
-        self._shown = key
-        pixmap = QPixmap.fromImage(image)
+        self._shown, self._owned = key, editable
+        pixmap = QPixmap.fromImage(image.copy() if editable else image)
         self._item.setPixmap(pixmap)
         w, h = size or (pixmap.width(), pixmap.height())
         self._item.setTransform(QTransform.fromScale(w / pixmap.width(), h / pixmap.height()))
@@ -103,9 +112,9 @@ class ImageView(QGraphicsView):
         if (image.cacheKey(), None) == self._shown:
             return  # the same picture (the photo under the overlay): nothing changed
         if not _patch(self._item, image, box):
-            self.set_image(image)
+            self.set_image(image, editable=True)
             return
-        self._shown = (image.cacheKey(), None)
+        self._shown, self._owned = (image.cacheKey(), None), True
 
     def set_overlay(self, image: QImage | None) -> None:
         """Draw ``image`` (the image's size, translucent) over the image; None hides it."""

@@ -822,7 +822,8 @@ class MainWindow(QMainWindow):
             self.queue.keep_loaded(entry)
             image, overlay = self._display_images(p)
             self.view_stack.setCurrentWidget(self.viewer)
-            self.viewer.set_image(image)
+            # In edit mode, what is shown without the overlay is redrawn edit by edit.
+            self.viewer.set_image(image, editable=self.edit_mode and overlay is None)
             self.viewer.set_overlay(overlay)
             self._show_zoom()
             r = p.result
