@@ -328,18 +328,21 @@ def _clusters(colours: np.ndarray) -> np.ndarray:
 
 def _pair_alpha(pixels: np.ndarray, fg: np.ndarray, bg: np.ndarray) -> np.ndarray:
     """Alpha of each pixel from the foreground/background colour pair that explains it
-    best (I = a F + (1 - a) B with the least residual), as sampling-based matting does."""
-    d = fg[:, None, :] - bg[None, :, :]  # (F, B, 3)
-    dd = np.maximum(np.einsum("fbc,fbc->fb", d, d), 1e-4)
+    best (I = a F + (1 - a) B with the least residual), as sampling-based matting does.
+    Every pair is scored at once with matrix products, in chunks of pixels."""
+    d = (fg[:, None, :] - bg[None, :, :]).reshape(-1, 3)  # F - B, one row per pair
+    b = np.repeat(bg[None], len(fg), axis=0).reshape(-1, 3)  # the pair's B
+    dd = np.maximum((d * d).sum(axis=1), 1e-4)
+    bd = (b * d).sum(axis=1)
+    bb = (b * b).sum(axis=1)
     out = np.empty(len(pixels), np.float32)
     for i in range(0, len(pixels), 65536):
-        ib = pixels[i : i + 65536, None, :] - bg[None, :, :]  # (N, B, 3)
-        a = np.clip(np.einsum("nbc,fbc->nfb", ib, d) / dd, 0.0, 1.0)
-        # |I - B - a (F - B)|^2, per pair
-        ibib = np.einsum("nbc,nbc->nb", ib, ib)[:, None, :]
-        err = ibib - 2.0 * a * np.einsum("nbc,fbc->nfb", ib, d) + a * a * dd
-        best = err.reshape(len(ib), -1).argmin(axis=1)
-        out[i : i + 65536] = a.reshape(len(ib), -1)[np.arange(len(ib)), best]
+        px = pixels[i : i + 65536]
+        proj = px @ d.T - bd  # (I - B) . (F - B)
+        a = np.clip(proj / dd, 0.0, 1.0)
+        ib = (px * px).sum(axis=1)[:, None] - 2.0 * (px @ b.T) + bb  # |I - B|^2
+        err = ib - a * (2.0 * proj - a * dd)  # |I - B - a (F - B)|^2
+        out[i : i + 65536] = a[np.arange(len(px)), err.argmin(axis=1)]
     return out
 
 
@@ -363,7 +366,8 @@ def _edge_target(
     elif not restore and bg.sum() < centre.sum():
         bg |= centre
     target = np.full(alpha.shape, np.nan, np.float32)
-    under = ~outside
+    # Only where the stroke can change something: an erase lowers, a restore raises.
+    under = ~outside & ((alpha < 255) if restore else (alpha > 0))
     if not fg.any() or not bg.any():
         target[under] = 1.0 if restore else 0.0
         return target
@@ -371,7 +375,7 @@ def _edge_target(
     target[under] = _pair_alpha(img[under], _clusters(img[fg]), _clusters(img[bg]))
     # Pixel-by-pixel choices speckle where the two sides' colours are close; a 3 x 3
     # median removes the speckle and keeps edges and one-pixel-wide strands' runs.
-    smooth = cv2.medianBlur(np.nan_to_num(target * 255.0).astype(np.uint8), 3)
+    smooth = cv2.medianBlur(np.where(under, np.rint(target * 255.0), alpha).astype(np.uint8), 3)
     target[under] = smooth[under].astype(np.float32) * (1.0 / 255.0)
     return target
 
