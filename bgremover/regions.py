@@ -59,15 +59,16 @@ portraits = the 12 P3M portraits):
   (GrabCut takes about 0.1 s per iteration at 320 px on two cores; a full-size fine
   pass did not score better), ``SEED_RADIUS`` and ``MARGIN`` were set once.
 
-Measured with these settings (u2netp fp32 start, max 20 clicks; edge refinement
-on / off): matting NoC@85 0.22 / 0.22, NoC@90 0.39 / 0.39, NoC@95 1.22 / 1.28,
-17 of 18 photos at 0.95 within 8 clicks; portraits NoC@90 0.75 / 0.58, NoC@95
-1.00 / 1.17, all 12 within 4 clicks; median time per click 0.19 s at 800 px and
-0.60 s at 12 megapixels on two cores.
+Measured with these settings (u2netp fp32 start with edge refinement, max 20
+clicks): matting NoC@90 0.50, NoC@95 1.22, 17 of 18 photos at 0.95 within 8 clicks;
+portraits NoC@90 0.75, NoC@95 1.00, all 12 within 4 clicks. Held out
+(tests/benchmarks/clicks_cv.py, 2-fold cross-validation, each photo scored with the
+values chosen on the other half): matting NoC@90 0.67, NoC@95 1.17 (only GT13 and
+GT18 need clicks, so this rests on two photos); portraits NoC@90 0.83, NoC@95 1.33.
 
 GrabCut only sees colour: where the missed part has the colours of the background
-around it, a click recovers only the part that differs (GT13, a plant before sand,
-stops near IoU 0.93).
+around it, a click recovers only the part that differs (GT13, a plant before sand
+and rock, levels off near IoU 0.92).
 """
 
 from __future__ import annotations
