@@ -33,35 +33,8 @@ from PySide6.QtWidgets import QApplication
 from bgremover.gui.queue import Status
 from bgremover.gui.window import MainWindow, application
 
-INTERVAL_MS = 5
-
-
-class StallMeter:
-    def __init__(self) -> None:
-        self.last = time.perf_counter()
-        self.worst = 0.0
-        self.timer = QTimer()
-        self.timer.setInterval(INTERVAL_MS)
-        self.timer.timeout.connect(self.tick)
-
-    def tick(self) -> None:
-        now = time.perf_counter()
-        self.worst = max(self.worst, now - self.last - INTERVAL_MS / 1000)
-        self.last = now
-
-    def start(self) -> None:
-        self.last = time.perf_counter()
-        self.worst = 0.0
-        self.timer.start()
-
-
-def wait_for(app, condition, timeout: float = 600) -> None:
-    end = time.monotonic() + timeout
-    while not condition():
-        app.processEvents()
-        time.sleep(0.001)
-        if time.monotonic() > end:
-            raise SystemExit("timed out")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gui_stall import StallMeter, wait_for
 
 
 def send(window: MainWindow, kind: QEvent.Type, x: float, y: float) -> None:
