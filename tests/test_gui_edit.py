@@ -223,6 +223,8 @@ def test_save_writes_the_edits_and_exported_edits_reproduce_it(
     proc = run_cli("remove", str(CAT), "-o", str(out), "--edits", str(tmp_path / "edits.json"))
     assert proc.returncode == 0, proc.stderr
     assert np.array_equal(np.asarray(Image.open(out))[..., 3], saved)
+    # Byte for byte: the same pixels, encoder and record of the photo it was made from.
+    assert out.read_bytes() == (tmp_path / "cut.png").read_bytes()
 
 
 # -- edits are never lost ------------------------------------------------------------

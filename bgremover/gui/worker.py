@@ -24,7 +24,7 @@ from ..edit import Box, Editor, Edits, Operation
 from ..errors import EditsError
 from ..imaging import LoadedImage
 from ..models import DownloadCancelled, ModelStore
-from ..output import write_output
+from ..output import SourceRecord, write_output
 from ..pipeline import EngineConfig, Remover, Result, TaskProgress
 from ..plan import plan_batch
 from ..report import DEFAULT_HEAT_SCALE, heatmap
@@ -393,9 +393,20 @@ def restage(
 
 
 def save(ctx: JobContext, result: Result, options: ComposeOptions, path: Path, fmt: str) -> Saved:
-    """Compose and write a result atomically (the output thread's job)."""
+    """Compose and write a result atomically (the output thread's job). The file records
+    the photo it was made from, as the command line's outputs do: a batch over the same
+    folder then knows it is this photo's cutout, and `bgremover remove PHOTO --edits`
+    with the exported edits writes the same bytes."""
     ctx.token.check()
-    return Saved(path, write_output(result.image.rgb, result.alpha, options, path, fmt))
+    record = None
+    source = Path(result.image.source)
+    if source.is_file():
+        try:
+            record = SourceRecord.of(source)
+        except OSError:
+            record = None  # the photo went away since it was read: save without the record
+    written = write_output(result.image.rgb, result.alpha, options, path, fmt, record)
+    return Saved(path, written)
 
 
 def composed_image(ctx: JobContext, result: Result, options: ComposeOptions) -> QImage:
