@@ -22,7 +22,7 @@ from .pipeline import EngineConfig, Remover
 from .plan import plan_batch, resolve_output
 from .quantize import DEFAULT_RECIPE
 from .report import comparison_sheet
-from .session import CPU, SessionPool, available_providers
+from .session import CPU, SessionPool, available_providers, runtime_conflict
 from .transforms import preprocess
 
 
@@ -125,6 +125,10 @@ def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
     report = progress.task(args.model)
     providers = [p for p in available_providers() if p != CPU] + [CPU]
     results: dict[str, Any] = {"model": args.model, "image": str(image_path), "inference": []}
+    conflict = runtime_conflict()
+    if conflict:
+        print(f"bgremover: warning: {conflict}", file=sys.stderr)
+        results["runtime_conflict"] = conflict
     removers = {}
     for provider in providers:
         for precision in ("fp32", "int8"):

@@ -5,7 +5,11 @@ This is the only module besides the pipeline's ``infer`` that touches ORT.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import io
 import logging
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -14,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ModelError, UsageError
+from .libraries import missing_dlls, missing_libraries
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +57,123 @@ class SessionInfo:
 #: Providers that do not run the model on this machine (Azure sends requests to a
 #: cloud endpoint); never offered or chosen automatically.
 REMOTE = frozenset({"AzureExecutionProvider"})
+
+
+#: The ONNX Runtime wheels; each installs the same ``onnxruntime`` module, so with two
+#: installed, whichever pip wrote last wins (usually the CPU one: onnxruntime #14687).
+RUNTIME_WHEELS = (
+    "onnxruntime",
+    "onnxruntime-gpu",
+    "onnxruntime-directml",
+    "onnxruntime-openvino",
+    "onnxruntime-qnn",
+)
+
+
+def installed_runtimes() -> list[str]:
+    """The ONNX Runtime wheels installed in this environment."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in RUNTIME_WHEELS:
+        try:
+            version(name)
+        except PackageNotFoundError:
+            continue
+        found.append(name)
+    return found
+
+
+def runtime_conflict(installed: Sequence[str] | None = None) -> str | None:
+    """What to do when several ONNX Runtime wheels are installed at once, else None."""
+    wheels = installed_runtimes() if installed is None else list(installed)
+    if len(wheels) < 2:
+        return None
+    wanted = next((w for w in wheels if w != "onnxruntime"), wheels[-1])
+    return (
+        f"{' and '.join(wheels)} are installed together; they replace each other's files, "
+        "so the accelerated build may not be the one that runs. Keep one: "
+        f"pip uninstall -y {' '.join(wheels)} && pip install {wanted}"
+    )
+
+
+def load_runtime() -> Any:
+    """Import ONNX Runtime, once, before anything else loads native libraries.
+
+    The app calls it before Qt: on Windows, ONNX Runtime >= 1.21 needs a newer MSVC
+    runtime than the ``msvcp140.dll`` PySide6 brings, and once Qt's copy is loaded,
+    ONNX Runtime fails to initialise (onnxruntime #26127, #16116, #25193). A CUDA build
+    also gets the CUDA and cuDNN libraries of the ``nvidia-*`` wheels loaded
+    (``onnxruntime.preload_dlls``, ORT >= 1.21), so it needs no PATH or
+    LD_LIBRARY_PATH set up. Raises :class:`ModelError` with what to do when the
+    runtime cannot be loaded at all.
+    """
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:
+        raise ModelError(
+            "ONNX Runtime, which runs the models, could not be loaded.",
+            technical=str(exc),
+            fix=(
+                "Install the latest Microsoft Visual C++ Redistributable "
+                "(https://aka.ms/vs/17/release/vc_redist.x64.exe), then start again."
+                if sys.platform == "win32"
+                else "Reinstall it: pip install --force-reinstall onnxruntime"
+            ),
+        ) from exc
+    cuda = "CUDAExecutionProvider" in ort.get_available_providers()
+    if cuda and hasattr(ort, "preload_dlls"):
+        # It prints what it cannot find: that goes to the log (a windowed app has no
+        # console), and cuda_problem() names it if the provider then fails to start.
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            try:
+                ort.preload_dlls()
+            except Exception as exc:  # best effort: the session says why CUDA fell back
+                log.debug("preload_dlls failed: %s", exc)
+        for line in out.getvalue().splitlines():
+            log.info("ONNX Runtime: %s", line)
+    return ort
+
+
+def cuda_problem() -> str | None:
+    """Why ONNX Runtime's CUDA provider cannot load here, naming the missing libraries,
+    or None when it loads (or this build has no CUDA provider)."""
+    import onnxruntime as ort
+
+    capi = Path(ort.__file__).parent / "capi"
+    if sys.platform == "win32":
+        if not (capi / "onnxruntime_providers_cuda.dll").exists():
+            return None
+        major = _cuda_major()
+        names = [f"cudart64_{major}.dll", f"cublas64_{major}.dll", f"cublasLt64_{major}.dll"]
+        missing = missing_dlls([*names, "cudnn64_9.dll"])
+    else:
+        library = capi / "libonnxruntime_providers_cuda.so"
+        if not library.exists():
+            return None
+        shared = capi / "libonnxruntime_providers_shared.so"
+        if shared.exists():
+            # The provider library's own dependency, which ORT loads first.
+            with contextlib.suppress(OSError):
+                ctypes.CDLL(str(shared), mode=ctypes.RTLD_GLOBAL)
+        missing = missing_libraries(library) or []
+    if not missing:
+        return None
+    return (
+        f"the CUDA libraries {', '.join(missing)} are missing. Install them with "
+        "pip install 'bgremover[gpu]' (the nvidia-* wheels), or install the CUDA and "
+        "cuDNN versions this onnxruntime-gpu was built for"
+    )
+
+
+def _cuda_major() -> str:
+    """The CUDA major version the installed onnxruntime-gpu was built for."""
+    try:
+        from onnxruntime.capi import build_and_package_info as info
+    except ImportError:
+        return "12"
+    return str(getattr(info, "cuda_version", "") or "12").split(".")[0]
 
 
 def available_providers() -> list[str]:
@@ -151,8 +273,7 @@ def create_session(
         if name in offered:
             usable.append(name)
         else:
-            hint = " (install bgremover[gpu])" if name.startswith(("CUDA", "Tensorrt")) else ""
-            fallbacks.append(f"{name}: not offered by this onnxruntime build{hint}")
+            fallbacks.append(f"{name}: not offered by this onnxruntime build{_wheel_hint(name)}")
     try:
         session = ort.InferenceSession(str(model_path), options, providers=usable)
     except Exception as exc:
@@ -169,11 +290,26 @@ def create_session(
     active = tuple(session.get_providers())
     for name in usable:
         if name not in active:
+            why = cuda_problem() if name == "CUDAExecutionProvider" else None
+            why = why or runtime_conflict()
             fallbacks.append(
-                f"{name}: failed to initialise and ONNX Runtime fell back "
-                "(usually missing or mismatched CUDA/cuDNN or driver libraries)"
+                f"{name}: failed to initialise and ONNX Runtime fell back ("
+                + (why or "usually missing or mismatched CUDA/cuDNN or driver libraries")
+                + ")"
             )
     return session, _info(session, requested, active, fallbacks)
+
+
+def _wheel_hint(provider: str) -> str:
+    """Which wheel offers ``provider``, or what stops the one installed from offering it."""
+    conflict = runtime_conflict()
+    if conflict:
+        return f" ({conflict})"
+    if provider.startswith(("CUDA", "Tensorrt")):
+        return " (install bgremover[gpu]: onnxruntime-gpu in place of onnxruntime)"
+    if provider == "DmlExecutionProvider":
+        return " (on Windows, install bgremover[directml]: onnxruntime-directml in its place)"
+    return ""
 
 
 def create_session_cpu(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bgremover import libraries
 from bgremover.gui import startup
 
 APP = "import sys; from bgremover.gui import main; sys.exit(main())"  # what bgremover-gui runs
@@ -247,20 +248,20 @@ def test_the_app_starts_on_a_real_x_server(tmp_path: Path) -> None:
 
 
 def test_parse_ldd_lists_each_missing_library_once_in_order() -> None:
-    assert startup.parse_ldd(LDD_OUTPUT) == [
+    assert libraries.parse_ldd(LDD_OUTPUT) == [
         "libxcb-icccm.so.4",
         "libxcb-keysyms.so.1",
         "libglib-2.0.so.0",
         "libgthread-2.0.so.0",
     ]
-    assert startup.parse_ldd("\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x7f)\n") == []
+    assert libraries.parse_ldd("\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x7f)\n") == []
 
 
 def test_missing_libraries_of_a_real_shared_object(broken_plugin: Path) -> None:
     if shutil.which("ldd") is None:
         pytest.skip("ldd is needed")
     out = subprocess.run(["ldd", broken_plugin], capture_output=True, text=True).stdout
-    assert startup.parse_ldd(out) == ["libbgremover-test-a.so.1", "libbgremover-test-b.so.2"]
+    assert libraries.parse_ldd(out) == ["libbgremover-test-a.so.1", "libbgremover-test-b.so.2"]
     # dlopen names only the first; ldd then lists them all.
     assert startup.missing_libraries(broken_plugin) == [
         "libbgremover-test-a.so.1",
@@ -273,7 +274,7 @@ def test_qt_plugin_that_loads_has_nothing_missing() -> None:
     if shutil.which("ldd") is None:
         pytest.skip("ldd is needed")
     out = subprocess.run(["ldd", plugin], capture_output=True, text=True).stdout
-    expected = startup.parse_ldd(out)
+    expected = libraries.parse_ldd(out)
     got = run_in_python(
         f"from bgremover.gui import startup; print(startup.missing_libraries({str(plugin)!r}))"
     )

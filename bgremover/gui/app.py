@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
+from ..errors import BgRemoverError
 from . import startup
 
 
@@ -36,6 +37,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _load_runtime() -> BgRemoverError | None:
+    """ONNX Runtime loaded, or why it cannot be (said once Qt can show it)."""
+    from ..session import load_runtime
+
+    try:
+        load_runtime()
+    except BgRemoverError as exc:
+        return exc
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     # The engine's notes (a model obtained from a mirror, files left by a killed batch
@@ -55,12 +67,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sys.stderr is not None:
             print(problem, file=sys.stderr)
         return 2
+    # ONNX Runtime is loaded before Qt, never after: on Windows, Qt's older MSVC runtime
+    # loaded first makes it fail to initialise (see session.load_runtime).
+    runtime_error = _load_runtime()
     from PySide6.QtCore import QTimer
 
     from .queue import Status
     from .window import MainWindow, application
 
     app = application()
+    if runtime_error is not None:
+        from PySide6.QtWidgets import QMessageBox
+
+        if sys.stderr is not None:
+            print(f"bgremover-gui: {runtime_error}", file=sys.stderr)
+        if not args.screenshot:  # a scripted run has no one to click OK
+            text = f"{runtime_error.app_message}\n\n{runtime_error.technical}".strip()
+            QMessageBox.critical(None, "bgremover cannot start", text)
+        return 2
     window = MainWindow()
     if hasattr(app, "fileOpened"):  # files opened from the Finder while the app runs
         app.fileOpened.connect(lambda path: window.add_paths([path]))

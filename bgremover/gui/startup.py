@@ -9,7 +9,6 @@ all leave the decision to Qt. Nothing here imports Qt or ONNX Runtime.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import importlib.util
 import os
@@ -18,6 +17,8 @@ import socket
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+
+from .. import libraries
 
 #: The libraries that PySide6's Qt, its X11 (xcb) and its Wayland platform plugins load
 #: from the system, and the Debian / Ubuntu package of each (`ldd` on the plugins in a
@@ -57,16 +58,7 @@ PLATFORM_NAMES = {"xcb": "X11 (xcb)", "wayland": "Wayland"}
 QT_OWN = ("libQt6", "libicu", "libpyside6", "libshiboken6")  # shipped with PySide6
 CLI_HINT = "on a server, use the command line: bgremover remove PHOTOS -o OUTPUT"
 
-# ldd (glibc) lists a library it cannot find as "\tlibxcb-icccm.so.4 => not found".
-_LDD_NOT_FOUND = re.compile(r"^\s*(\S+)\s+=>\s+not found\s*$", re.MULTILINE)
-# dlopen's error names the first library it could not find.
-_DLOPEN_MISSING = re.compile(r"([^\s:]+\.so(?:\.[^\s:]*)?): cannot open shared object file")
 _LOCAL_DISPLAY = re.compile(r"^(?:unix)?:(\d+)(?:\.\d+)?$")
-
-
-def parse_ldd(output: str) -> list[str]:
-    """The libraries `ldd` reports as not found, each once, in the order it lists them."""
-    return list(dict.fromkeys(_LDD_NOT_FOUND.findall(output)))
 
 
 def debian_packages(sonames: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -135,36 +127,10 @@ def plugin_files(platform: str, env: Mapping[str, str]) -> list[Path]:
 
 
 def missing_libraries(library: Path) -> list[str] | None:
-    """The shared libraries `library` needs and the system lacks: [] when it loads.
-
-    It is loaded the way Qt will load it (the libraries it pulls in are Qt's own, which Qt
-    loads next anyway), so a working start costs nothing extra. Only when that fails does
-    `ldd` list everything that is missing. None: it fails for another reason, or does not
-    find Qt's own libraries (which are in memory by the time Qt loads the plugin).
-    """
-    try:
-        ctypes.CDLL(str(library))
-        return []
-    except OSError as exc:
-        first = _DLOPEN_MISSING.search(str(exc))
-    if first is None:
-        return None
-    import shutil
-    import subprocess
-
-    missing = []
-    ldd = shutil.which("ldd")
-    if ldd:
-        try:
-            out = subprocess.run([ldd, str(library)], capture_output=True, text=True, check=False)
-            missing = parse_ldd(out.stdout + out.stderr)
-        except OSError:
-            pass
-    if first.group(1) not in missing:
-        missing.insert(0, first.group(1))
-    if any(name.startswith(QT_OWN) for name in missing):
-        return None  # an unusual layout: Qt finds its own libraries once they are loaded
-    return missing
+    """The system libraries Qt's plugin ``library`` lacks ([] when it loads; None when it
+    fails for another reason, or lacks Qt's own libraries, which are in memory by the
+    time Qt loads the plugin)."""
+    return libraries.missing_libraries(library, QT_OWN)
 
 
 def x_server_reachable(display: str) -> bool | None:
