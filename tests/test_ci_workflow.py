@@ -1,8 +1,16 @@
-"""The CI workflow runs the README's test command, so the two cannot drift apart."""
+"""The CI workflows: the tests workflow runs the README's test command, so the two cannot
+drift apart; the release and bundle workflows do what a release needs."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from conftest import ROOT
 
@@ -35,3 +43,222 @@ def test_the_workflow_runs_the_readme_test_command() -> None:
     assert command in runs, runs
     assert windows in runs, runs
     assert "QT_QPA_PLATFORM: offscreen" in text
+
+
+# --- The release and bundle workflows -------------------------------------------------
+#
+# Checked against GitHub's workflow schema with check-jsonschema, whose copy of the
+# schema is vendored in the package (no network), then for what the schema cannot
+# know. check-jsonschema (and ruamel.yaml, which it brings) are not dev dependencies:
+# without them these tests are skipped, unless BGREMOVER_REQUIRE_CI_TOOLS=1 (.ci/run
+# sets it after installing them), when they fail instead.
+
+WORKFLOWS = ROOT / ".github" / "workflows"
+RELEASE = WORKFLOWS / "release.yml"
+BUNDLES = WORKFLOWS / "bundles.yml"
+SIGNING_TOOLS = ("codesign", "notarytool", "stapler", "security import", "signtool", "spctl")
+
+
+def _need(module: str) -> None:
+    try:
+        __import__(module)
+    except ImportError:
+        if os.environ.get("BGREMOVER_REQUIRE_CI_TOOLS") == "1":
+            pytest.fail(f"{module} is required (BGREMOVER_REQUIRE_CI_TOOLS=1)")
+        pytest.skip(f"{module} is not installed (pip install check-jsonschema)")
+
+
+def _load(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    try:
+        import yaml
+    except ImportError:
+        _need("ruamel.yaml")
+        from ruamel.yaml import YAML
+
+        data = YAML(typ="safe", pure=True).load(text)
+    else:
+        data = yaml.safe_load(text)
+    if True in data:  # YAML 1.1 (PyYAML) reads the key `on` as a boolean
+        data["on"] = data.pop(True)
+    return data
+
+
+def _render(text: str, entry: dict[str, Any]) -> str:
+    """``text`` with the matrix entry's values in place of ``${{ matrix.X }}``."""
+    return re.sub(r"\$\{\{\s*matrix\.(\w+)\s*\}\}", lambda m: str(entry.get(m[1], "")), text)
+
+
+def _steps(job: dict[str, Any], entry: dict[str, Any] | None = None) -> list[dict[str, str]]:
+    """The job's steps, with ``run``, ``if``, ``uses`` and ``shell`` rendered for ``entry``."""
+    entry = entry or {}
+    return [
+        {k: _render(str(step.get(k, "")), entry) for k in ("name", "run", "if", "uses", "shell")}
+        for step in job["steps"]
+    ]
+
+
+def _entries() -> dict[str, dict[str, Any]]:
+    job = _load(BUNDLES)["jobs"]["bundle"]
+    return {entry["artifact"]: entry for entry in job["strategy"]["matrix"]["include"]}
+
+
+def test_the_workflows_match_githubs_workflow_schema() -> None:
+    _need("check_jsonschema")
+    files = sorted(WORKFLOWS.glob("*.yml"))
+    assert {RELEASE, BUNDLES} <= set(files)
+    proc = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows"]
+        + [str(f) for f in files],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_version_comes_from_one_place() -> None:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in project["project"]
+    assert "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "bgremover.__version__"}
+    data = project["tool"]["setuptools"]["package-data"]["bgremover"]
+    for pattern in ("calibration/*.jpg", "gui/icon.png", "py.typed"):
+        assert pattern in data
+
+
+def test_the_bundle_matrix_covers_every_platform() -> None:
+    entries = _entries()
+    assert set(entries) == {
+        "bgremover-linux-x86_64",
+        "bgremover-windows-x64",
+        "bgremover-windows-x64-directml",
+        "bgremover-macos-arm64",
+        "bgremover-macos-x86_64",
+    }
+    assert entries["bgremover-linux-x86_64"]["os"].startswith("ubuntu-")
+    for name in ("bgremover-windows-x64", "bgremover-windows-x64-directml"):
+        assert entries[name]["os"].startswith("windows-")
+    assert "runtime" not in entries["bgremover-windows-x64"]
+    arm = entries["bgremover-macos-arm64"]
+    assert arm["os"] in ("macos-14", "macos-15", "macos-26") and arm["arch"] == "arm64"
+    assert "pin" not in arm  # the current onnxruntime (CoreML ships in its wheel)
+    job = _load(BUNDLES)["jobs"]["bundle"]
+    for name, entry in entries.items():
+        steps = _steps(job, entry)
+        runs = "\n".join(s["run"] for s in steps)
+        assert "python packaging/build.py" in runs, name
+        assert "python packaging/smoke_test.py packaging/dist/bgremover" in runs, name
+        uploads = [s for s in steps if s["uses"].startswith("actions/upload-artifact@")]
+        assert len(uploads) == 1, name
+        # The runner's architecture is checked, not assumed.
+        assert any(f'== "{entry["arch"]}"' in s["run"] for s in steps), name
+
+
+def test_the_macos_intel_bundle_pins_the_last_x86_64_onnxruntime_on_an_intel_runner() -> None:
+    entry = _entries()["bgremover-macos-x86_64"]
+    # macos-13 was GitHub's Intel image; macos-15-intel is its successor.
+    assert entry["os"] == "macos-13" or entry["os"].endswith("-intel"), entry["os"]
+    assert entry["arch"] == "x86_64"
+    job = _load(BUNDLES)["jobs"]["bundle"]
+    installs = [s["run"] for s in _steps(job, entry) if s["name"] == "Install"]
+    assert installs == ['python -m pip install ".[bundle]" onnxruntime==1.23.2'], installs
+    # ...and the step after it checks that this is the onnxruntime installed.
+    assert any("ort.__version__ == pin.split" in s["run"] for s in _steps(job, entry))
+
+
+def _swap_step(job: dict[str, Any], entry: dict[str, Any], wheel: str) -> dict[str, str]:
+    steps = _steps(job, entry)
+    installs = [
+        i
+        for i, s in enumerate(steps)
+        if re.search(rf"pip install\b.*(?<![\w-]){re.escape(wheel)}(?![\w-])", s["run"])
+    ]
+    assert len(installs) == 1, f"{wheel} should be installed by one step"
+    step = steps[installs[0]]
+    lines = step["run"].splitlines()
+    at = next(i for i, line in enumerate(lines) if wheel in line and "pip install" in line)
+    before = "\n".join(lines[:at])
+    assert re.search(r"pip uninstall -y onnxruntime\s*$", before, re.M), step["run"]
+    # bash stops at a failed command (GitHub runs it with -e); pwsh would go on.
+    assert step["shell"] == "bash", step
+    return step
+
+
+def test_the_directml_bundle_uninstalls_onnxruntime_before_installing_directml() -> None:
+    entry = _entries()["bgremover-windows-x64-directml"]
+    assert entry["runtime"] == "onnxruntime-directml"
+    job = _load(BUNDLES)["jobs"]["bundle"]
+    step = _swap_step(job, entry, "onnxruntime-directml")
+    assert step["if"] == "matrix.runtime != ''"
+    # The CPU bundle does not get the swap; the DirectML one checks its provider.
+    assert "runtime" not in _entries()["bgremover-windows-x64"]
+    assert entry["provider"] == "DmlExecutionProvider"
+
+
+def test_the_cuda_bundle_is_experimental_and_manual() -> None:
+    job = _load(BUNDLES)["jobs"]["bundle-windows-cuda"]
+    assert job["continue-on-error"] is True
+    assert "workflow_dispatch" in job["if"] and "inputs.cuda" in job["if"]
+    _swap_step(job, {}, "onnxruntime-gpu[cuda,cudnn]")
+    assert _load(BUNDLES)["on"]["workflow_dispatch"]["inputs"]["cuda"]["type"] == "boolean"
+
+
+def test_signing_runs_only_when_its_secrets_exist() -> None:
+    workflow = _load(BUNDLES)
+    for name, job in workflow["jobs"].items():
+        env = job.get("env", {})
+        for step in job["steps"]:
+            run, cond = str(step.get("run", "")), str(step.get("if", ""))
+            if not any(tool in run for tool in SIGNING_TOOLS):
+                continue
+            guard = "env.WINDOWS_CERT != ''" if "signtool" in run else "env.MACOS_CERT != ''"
+            assert guard in cond, (name, step.get("name"))
+            var = guard.split(".")[1].split()[0]
+            assert env.get(var, "").startswith("${{ secrets."), (name, var)
+    job = workflow["jobs"]["bundle"]
+    runs = {s["name"]: s["run"] for s in _steps(job)}
+    signing = next(run for step, run in runs.items() if step.startswith("Sign the app"))
+    # Every nested Mach-O file, then the app, hardened runtime and secure timestamp.
+    assert "codesign --force --timestamp --options runtime" in signing
+    assert "Mach-O" in signing and "--deep --sign" not in signing
+    assert 'sign "$app"' in signing
+    notarize = next(run for step, run in runs.items() if step.startswith("Notarize"))
+    assert "xcrun notarytool submit" in notarize and "--wait" in notarize
+    assert "xcrun stapler staple" in notarize
+    errors = next(run for step, run in runs.items() if step.startswith("Fail on notarisation"))
+    assert "issues" in errors and "sys.exit" in errors
+    windows = next(run for step, run in runs.items() if step.startswith("Sign the Windows"))
+    assert re.search(r"signtool.* sign .*/tr https?://", windows.replace("`\n", ""), re.S)
+
+
+def test_the_release_uses_trusted_publishing() -> None:
+    lines = RELEASE.read_text(encoding="utf-8").splitlines()
+    text = "\n".join(line.split("#", 1)[0] for line in lines)  # without comments
+    workflow = _load(RELEASE)
+    assert workflow["on"] == {"push": {"tags": ["v*"]}}
+    assert "secrets." not in text and "password" not in text.lower()
+    build, publish = workflow["jobs"]["build"], workflow["jobs"]["publish"]
+    build_runs = [s["run"] for s in _steps(build)]
+    assert build_runs.count("python -m build") == 1
+    assert "python -m twine check --strict dist/*" in build_runs
+    assert "python packaging/wheel_smoke.py --dist dist" in build_runs
+    tag_check = next(r for r in build_runs if "__version__" in r)
+    assert '"$TAG" != "v$version"' in tag_check and "exit 1" in tag_check
+    assert publish["needs"] == "build"
+    assert publish["permissions"] == {"id-token": "write"}
+    assert publish["environment"]["name"] == "pypi"
+    uses = [s["uses"] for s in _steps(publish)]
+    assert "pypa/gh-action-pypi-publish@release/v1" in uses
+    assert all("run" not in step for step in publish["steps"])  # publishes what build made
+    for step in publish["steps"]:
+        assert not set(step.get("with", {})) & {"password", "user", "username"}
+
+
+def test_ci_runs_the_wheel_smoke_after_the_checks() -> None:
+    text = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert text.index("mypy") < text.index("packaging/wheel_smoke.py")
+    assert "BGREMOVER_REQUIRE_CI_TOOLS=1" in text
