@@ -8,15 +8,20 @@
    first launch.
 2. Runs PyInstaller on packaging/bgremover.spec (onedir): packaging/dist/bgremover/
    (and bgremover.app on macOS), then removes the staging copy of the models.
-3. Prints the bundle's size.
+3. Writes packaging/dist/size-report.txt (and prints it): every file of the bundle
+   attributed to the package, Qt part or system library it comes from, with the
+   bundle's size on disk; on Linux it also packs packaging/dist/bgremover-VERSION-linux-
+   ARCH.tar.gz, the release archive, and reports its size (--no-archive skips it).
 """
 
 from __future__ import annotations
 
 import argparse
+import platform
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from bgremover import __version__  # noqa: E402
 from bgremover.models import BUNDLED_DIR, DEFAULT_MODEL, REGISTRY, ModelStore  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "packaging"))
+from bundle_size import make_tar_gz, report  # noqa: E402
 
 
 def bundle_models(with_int8: bool) -> None:
@@ -73,7 +81,9 @@ def folder_size(path: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--skip-int8", action="store_true", help="bundle only the fp32 model")
+    parser.add_argument("--no-archive", action="store_true", help="do not pack the .tar.gz")
     args = parser.parse_args()
+    started = time.perf_counter()
     here = ROOT / "packaging"
     bundle_models(with_int8=not args.skip_int8)
     if sys.platform == "win32":
@@ -87,8 +97,19 @@ def main() -> int:
     finally:
         # The staging copy is only for PyInstaller: a source checkout downloads as usual.
         shutil.rmtree(BUNDLED_DIR, ignore_errors=True)
+    built = time.perf_counter() - started
     bundle = here / "dist" / "bgremover"
-    print(f"bundle: {bundle} ({folder_size(bundle) / 1e6:.0f} MB)")
+    archive = None
+    if sys.platform.startswith("linux") and not args.no_archive:
+        arch = platform.machine().lower()
+        archive = here / "dist" / f"bgremover-{__version__}-linux-{arch}.tar.gz"
+        make_tar_gz(bundle, archive)
+    table = report(bundle, archive)
+    (here / "dist" / "size-report.txt").write_text(table, encoding="utf-8")
+    print(table, end="")
+    print(f"bundle: {bundle} ({folder_size(bundle) / 1e6:.0f} MB), built in {built:.0f} s")
+    if archive is not None:
+        print(f"archive: {archive} ({archive.stat().st_size / 1e6:.0f} MB)")
     app = here / "dist" / "bgremover.app"
     if app.exists():
         print(f"app: {app} ({folder_size(app) / 1e6:.0f} MB)")
