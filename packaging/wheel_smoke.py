@@ -148,9 +148,18 @@ def main() -> int:
 
         step("twine check --strict")
         proc = run(
-            [sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)],
+            [
+                sys.executable,
+                "-m",
+                "twine",
+                "--no-color",
+                "check",
+                "--strict",
+                str(sdist),
+                str(wheel),
+            ],
             "twine check",
-            {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+            {**os.environ, "COLUMNS": "200"},
         )
         print("   " + proc.stdout.strip().replace("\n", "\n   "))
 
