@@ -49,9 +49,9 @@ def test_the_workflow_runs_the_readme_test_command() -> None:
 #
 # Checked against GitHub's workflow schema with check-jsonschema, whose copy of the
 # schema is vendored in the package (no network), then for what the schema cannot
-# know. check-jsonschema (and ruamel.yaml, which it brings) are not dev dependencies:
-# without them these tests are skipped, unless BGREMOVER_REQUIRE_CI_TOOLS=1 (.ci/run
-# sets it after installing them), when they fail instead.
+# know. check-jsonschema (and ruamel.yaml, which it brings) are in the check extras, not
+# the dev ones: without them these tests are skipped, unless BGREMOVER_REQUIRE_CI_TOOLS=1
+# (.ci/run sets it after installing the check extras), when they fail instead.
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 RELEASE = WORKFLOWS / "release.yml"
