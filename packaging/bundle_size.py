@@ -100,11 +100,10 @@ def stripped_copies(entries: list[tuple[str, str, str]], folder: Path) -> list:
         if dyn is None or patched:
             out.append((dest, src, typ))
             continue
-        copy = folder / norm
-        if not copy.exists() or copy.stat().st_mtime < Path(src).stat().st_mtime:
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, copy)
-            subprocess.run(["strip", str(copy)], check=True)
+        copy = folder / norm  # made anew each build: a few seconds for all of them
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, copy)
+        subprocess.run(["strip", str(copy)], check=True)
         out.append((dest, str(copy), typ))
     return out
 
