@@ -62,7 +62,7 @@ def output_alpha(
 ) -> np.ndarray:
     """The alpha outputs use: ``mask``, edge-refined with the photo's colours when
     ``refine``, with the user's ``edits`` replayed on it (``segment`` runs the model
-    for box and click edits), limited by the input's own transparency."""
+    for box edits), limited by the input's own transparency."""
     alpha = refine_alpha(image.rgb, mask) if refine else mask
     if edits:
         alpha = apply_edits(edits, image.rgb, alpha, segment)
@@ -307,7 +307,7 @@ class Remover:
         return batch, time.perf_counter() - start
 
     def segment(self, rgb: np.ndarray) -> np.ndarray:
-        """The mask of an RGB array (a crop, for box and click edits): the model's mask,
+        """The mask of an RGB array (a crop, for box edits): the model's mask,
         edge-refined when this Remover refines."""
         batch, _ = self.prepare(from_array(rgb))
         height, width = rgb.shape[:2]

@@ -48,8 +48,8 @@ portraits = the 12 P3M portraits):
   u2netp finds no salient object or another one), and as a second opinion on
   large changes (kept only where the network, on a crop around the click, agrees)
   it made portraits worse (NoC@90 0.83 instead of 0.67). It also costs about
-  0.3 s a run on two cores, the whole time budget of a click. So ``segment`` is
-  accepted (the app passes it) but not called.
+  0.3 s a run on two cores, the whole time budget of a click. So a click needs no
+  model.
 * Chosen on **matting**: ``CLUSTERS`` = 3 (of 2, 3, 4, 5; RGB beat Lab and
   colour + position features), ``ITERATIONS`` = 2 (of 1, 2, 4), the other side
   held fixed (NoC@90 0.17 against 0.39 when GrabCut may move it, and faster).
@@ -73,7 +73,7 @@ and rock, levels off near IoU 0.92).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -83,7 +83,6 @@ __all__ = ["Box", "apply_click"]
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1, half-open, pixel coordinates
 Click = tuple[float, float, bool]
-Segment = Callable[[np.ndarray], np.ndarray]
 
 #: Long side of the whole-photo pass that finds how far the clicked region reaches.
 COARSE_SIDE = 256
@@ -260,22 +259,19 @@ def apply_click(
     point: tuple[float, float],
     add: bool,
     earlier: Sequence[tuple[float, float, bool]] = (),
-    segment: Segment | None = None,
 ) -> tuple[np.ndarray, Box | None]:
     """Correct the region of ``alpha`` that the click at ``point`` belongs to.
 
     ``rgb`` is the photo (H x W x 3 uint8), ``alpha`` the current mask (H x W uint8),
     ``point`` the click (x, y) in pixel coordinates, ``add`` True to make the region
     foreground, False to remove it; ``earlier`` are the earlier clicks on this photo
-    (x, y, add), oldest first, kept as hard constraints. ``segment`` (the network on
-    an RGB crop) is accepted for the app's sake but not used: see the module's
-    docstring for the measurement that decided it.
+    (x, y, add), oldest first, kept as hard constraints. It needs no model: see the
+    module's docstring for the measurement that decided it.
 
     Returns the new alpha (a new array; the inputs are never modified) and the box
     of the pixels that changed (None if nothing changed). The clicked pixel itself
     always becomes 255 (Add) or 0 (Remove).
     """
-    del segment  # measured: GrabCut alone does better (module docstring)
     if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.shape[:2] != alpha.shape:
         raise ValueError(f"photo {rgb.shape} and mask {alpha.shape} do not match")
     height, width = alpha.shape

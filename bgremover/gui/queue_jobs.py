@@ -9,7 +9,7 @@ another model, precision, provider or thread count; refinement and composing
 (background, mask only, decontamination) on the output runner, in milliseconds
 to a second, never queued behind other images' inference.
 The user's edits of an image run here too (:meth:`QueueJobs.edit`): strictly one
-after another per image, brushes on the output runner, box and click edits (which
+after another per image, brushes, clicks and the rest on the output runner, box edits (which
 run the model) on the engine runner; a settings change waits for them, and they
 wait for it.
 It holds no widgets: the window listens to its signals and redraws.
@@ -150,7 +150,7 @@ class QueueJobs(QObject):
             return None  # the edits being applied first: the last one's end asks again
         edits = entry.edits or None
         if stage == "refine" and edits and any(needs_model(op) for op in edits.operations):
-            # Box and click edits are replayed on the new mask with the model.
+            # Box edits are replayed on the new mask with the model.
             job = self.engine.submit(
                 "restage",
                 lambda ctx: restage(

@@ -61,7 +61,7 @@ class Processed:
     mask: QImage
     thumb: QImage
     #: The user's edits being made on this result (full-size, with exact undo), and the
-    #: model it calls for box and click edits; None until the first edit.
+    #: model it calls for box edits; None until the first edit.
     editor: Editor | None = field(default=None, compare=False, repr=False)
     segmenter: ModelSegmenter | None = field(default=None, compare=False, repr=False)
 
@@ -78,7 +78,7 @@ class Processed:
 
 
 class ModelSegmenter:
-    """The model behind an :class:`~bgremover.edit.Editor`'s box and click edits.
+    """The model behind an :class:`~bgremover.edit.Editor`'s box edits.
 
     It runs the model through the Remover of the engine job applying the edit, and has
     none between such jobs: the engine thread alone runs the model, and an edit that
@@ -95,8 +95,8 @@ class ModelSegmenter:
 
 
 def needs_model(op: Operation | None) -> bool:
-    """Whether applying ``op`` runs the model (box and click edits do)."""
-    return op is not None and op.tool in ("add", "remove", "box")
+    """Whether applying ``op`` runs the model (box edits do; clicks need none)."""
+    return op is not None and op.tool == "box"
 
 
 def start_editor(
@@ -104,7 +104,7 @@ def start_editor(
 ) -> tuple[Editor, ModelSegmenter]:
     """An Editor on ``result`` (made without edits) with ``edits`` replayed on it.
 
-    ``remover`` runs the model for replayed box and click edits (engine thread only).
+    ``remover`` runs the model for replayed box edits (engine thread only).
     """
     segmenter = ModelSegmenter()
     # Without the input's own transparency, the unedited output alpha is the edits' base.
@@ -162,7 +162,7 @@ def apply_edit(
     """One edit request on ``earlier``'s editor: ``action`` is "apply" (``op``), "undo" or
     "redo" (``op`` is applied again when the editor was remade since it was undone).
 
-    Brushes, reset, load and undo run on the output thread; box and click edits on the
+    Brushes, clicks, reset, load and undo run on the output thread; box edits on the
     engine thread, with its ``remover``. The display images are made here, whole; the
     GUI thread redraws only ``box`` of what it shows.
     """
@@ -378,7 +378,7 @@ def restage(
 ) -> Processed:
     """``earlier`` brought up to new settings that need no inference: the alpha refined
     again when refinement changed (the user's ``edits`` replayed on the new mask, with
-    ``remover`` for box and click edits: then it runs on the engine thread), then
+    ``remover`` for box edits: then it runs on the engine thread), then
     composed again (the output thread's job)."""
     ctx.token.check()
     result, editor, segmenter = earlier.result, earlier.editor, earlier.segmenter
