@@ -53,6 +53,11 @@ def combine_alpha(mask: np.ndarray, input_alpha: np.ndarray | None) -> np.ndarra
     return ((product + 127) // 255).astype(np.uint8)
 
 
+def edit_base(rgb: np.ndarray, mask: np.ndarray, refine: bool) -> np.ndarray:
+    """The mask edits start from: the model's ``mask``, edge-refined when ``refine``."""
+    return refine_alpha(rgb, mask) if refine else mask
+
+
 def output_alpha(
     image: LoadedImage,
     mask: np.ndarray,
@@ -63,7 +68,7 @@ def output_alpha(
     """The alpha outputs use: ``mask``, edge-refined with the photo's colours when
     ``refine``, with the user's ``edits`` replayed on it (``segment`` runs the model
     for box edits), limited by the input's own transparency."""
-    alpha = refine_alpha(image.rgb, mask) if refine else mask
+    alpha = edit_base(image.rgb, mask, refine)
     if edits:
         alpha = apply_edits(edits, image.rgb, alpha, segment)
     return combine_alpha(alpha, image.alpha)
@@ -103,7 +108,7 @@ class Result:
         """The mask the user's edits start from: the model's mask, edge-refined when
         ``refine``, before the input's own transparency (what :func:`output_alpha`
         replays edits on)."""
-        return refine_alpha(self.image.rgb, self.mask) if refine else self.mask
+        return edit_base(self.image.rgb, self.mask, refine)
 
     def with_edited_alpha(self, edited: np.ndarray) -> Result:
         """This result with ``edited`` (the mask after the user's edits, before the input's
@@ -312,7 +317,7 @@ class Remover:
         batch, _ = self.prepare(from_array(rgb))
         height, width = rgb.shape[:2]
         mask = postprocess(self.infer(batch), width, height)
-        return refine_alpha(rgb, mask) if self.refine else mask
+        return edit_base(rgb, mask, self.refine)
 
     def finish(
         self,

@@ -38,16 +38,11 @@ import numpy as np
 from PIL import Image
 
 from bgremover.edit import Editor, Operation
+from bgremover.metrics import iou
 from bgremover.pipeline import EngineConfig, Remover
 
 THRESHOLDS = (0.85, 0.90, 0.95)
 SUFFIXES = {".jpg", ".jpeg", ".png", ".webp"}
-
-
-def iou(alpha: np.ndarray, truth: np.ndarray) -> float:
-    a, t = alpha >= 128, truth >= 128
-    union = np.logical_or(a, t).sum()
-    return 1.0 if union == 0 else float(np.logical_and(a, t).sum() / union)
 
 
 def next_click(alpha: np.ndarray, truth: np.ndarray) -> tuple[int, int, bool] | None:
