@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import cv2
@@ -47,6 +47,16 @@ IMAGE_EXTENSIONS = frozenset(
 
 
 @dataclass(frozen=True)
+class Metadata:
+    """What a photo says about itself that its outputs keep: colour profile and EXIF."""
+
+    #: The ICC colour profile, only when it describes RGB pixels (the outputs' colours).
+    icc_profile: bytes | None = None
+    #: The EXIF block as Pillow reads it (camera, time, place; orientation is not kept).
+    exif: bytes | None = None
+
+
+@dataclass(frozen=True)
 class LoadedImage:
     """An upright 8-bit RGB image and the alpha channel it came with, if any."""
 
@@ -54,6 +64,15 @@ class LoadedImage:
     alpha: np.ndarray | None  # (H, W) uint8, None when the input had no transparency
     source: str  # file path, or a short description for in-memory images
     mode: str  # the Pillow mode the image was stored in
+    #: The photo's RGB colour profile (none when it had another colour space or none).
+    icc_profile: bytes | None = field(default=None, repr=False, compare=False)
+    #: The photo's EXIF block, if it had one.
+    exif: bytes | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def metadata(self) -> Metadata:
+        """What the outputs of this image carry over from it."""
+        return Metadata(self.icc_profile, self.exif)
 
 
 #: Largest image read, in megapixels, unless BGREMOVER_MAX_MEGAPIXELS says otherwise: a
@@ -135,7 +154,7 @@ def read_image(path: str | os.PathLike[str], max_megapixels: float | None = None
             if img.format == "JPEG" and img.mode == "RGB" and upright:
                 rgb = _decode_jpeg(p)
                 if rgb is not None:
-                    return LoadedImage(rgb, None, str(p), img.mode)
+                    return LoadedImage(rgb, None, str(p), img.mode, *_metadata_of(img))
             img.load()  # decode now so that truncated files fail here, not later
             return from_pil(img, str(p), owned=True)
     except ImageReadError:
@@ -202,11 +221,14 @@ def from_pil(img: Image.Image, source: str = "<image>", *, owned: bool = False) 
         ImageOps.exif_transpose(img, in_place=True)
     else:
         img = ImageOps.exif_transpose(img) or img
-    if img.mode == "CMYK" and img.info.get("icc_profile"):
-        img = _cmyk_to_srgb(img)
+    icc, exif = _metadata_of(img)
+    if img.mode == "CMYK":
+        icc = None  # the pixels become RGB: the photo's CMYK profile no longer applies
+        if img.info.get("icc_profile"):
+            img = _cmyk_to_srgb(img)
     if img.mode.startswith("I") or img.mode == "F":
         rgb = np.repeat(_to_uint8(np.asarray(img))[..., None], 3, axis=2)
-        return LoadedImage(rgb, None, source, mode)
+        return LoadedImage(rgb, None, source, mode, icc, exif)
     has_alpha = img.mode in ("RGBA", "LA", "PA", "RGBa", "La") or (
         img.mode in ("P", "L", "RGB") and "transparency" in img.info
     )
@@ -214,10 +236,25 @@ def from_pil(img: Image.Image, source: str = "<image>", *, owned: bool = False) 
         rgba = np.asarray(img.convert("RGBA"))
         alpha = rgba[..., 3]
         rgb = np.ascontiguousarray(rgba[..., :3])
-        return LoadedImage(rgb, None if alpha.min() == 255 else alpha.copy(), source, mode)
+        alpha_or_none = None if alpha.min() == 255 else alpha.copy()
+        return LoadedImage(rgb, alpha_or_none, source, mode, icc, exif)
     return LoadedImage(
-        np.asarray(img if img.mode == "RGB" else img.convert("RGB")), None, source, mode
+        np.asarray(img if img.mode == "RGB" else img.convert("RGB")),
+        None,
+        source,
+        mode,
+        icc,
+        exif,
     )
+
+
+def _metadata_of(img: Image.Image) -> tuple[bytes | None, bytes | None]:
+    """The ICC profile (only an RGB one: the outputs are RGB) and EXIF block of ``img``."""
+    icc = img.info.get("icc_profile")
+    if not isinstance(icc, bytes) or icc[16:20] != b"RGB ":
+        icc = None
+    exif = img.info.get("exif")
+    return icc, exif if isinstance(exif, bytes) and exif else None
 
 
 def from_array(array: np.ndarray, source: str = "<array>") -> LoadedImage:

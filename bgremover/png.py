@@ -31,9 +31,12 @@ try:
 except ImportError:  # pragma: no cover - zlib-ng is a dependency; stay usable without it
     _deflate = zlib
 
-__all__ = ["DEFAULT_LEVEL", "PngWriter", "itxt", "read_itxt"]
+__all__ = ["DEFAULT_LEVEL", "PngWriter", "iccp", "itxt", "read_itxt"]
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: What precedes EXIF's TIFF structure in a JPEG's APP1 segment (and in Pillow's
+#: ``info["exif"]``); PNG's eXIf chunk holds the structure alone.
+EXIF_HEADER = b"Exif\0\0"
 #: Colour type for 1 (grey), 2 (grey + alpha), 3 (RGB) and 4 (RGBA) channels.
 _COLOUR_TYPES = {1: 0, 2: 4, 3: 2, 4: 6}
 _UP = 2  # the PNG filter type
@@ -52,7 +55,9 @@ class PngWriter:
     channels), top to bottom, until ``height`` rows are written; ``close``
     finishes the file. Writing more or fewer rows is an error. ``text`` (keyword ->
     text) is written as iTXt chunks (UTF-8) before the pixels, so that a reader finds
-    it in the file's first bytes.
+    it in the file's first bytes. ``icc_profile`` (an ICC profile's bytes) becomes an
+    iCCP chunk and ``exif`` (EXIF's TIFF-structured bytes, with or without the
+    ``Exif\\0\\0`` header of JPEG's APP1) an eXIf chunk, both before the pixels too.
     """
 
     def __init__(
@@ -63,6 +68,8 @@ class PngWriter:
         channels: int,
         level: int = DEFAULT_LEVEL,
         text: Mapping[str, str] | None = None,
+        icc_profile: bytes | None = None,
+        exif: bytes | None = None,
     ) -> None:
         if channels not in _COLOUR_TYPES:
             raise ValueError(f"PNG rows need 1 to 4 channels, got {channels}")
@@ -78,6 +85,10 @@ class PngWriter:
         fh.write(SIGNATURE)
         ihdr = struct.pack(">IIBBBBB", width, height, 8, _COLOUR_TYPES[channels], 0, 0, 0)
         self._chunk(b"IHDR", ihdr)
+        if icc_profile:
+            self._chunk(b"iCCP", iccp(icc_profile))
+        if exif:
+            self._chunk(b"eXIf", exif.removeprefix(EXIF_HEADER))
         for keyword, value in (text or {}).items():
             self._chunk(b"iTXt", itxt(keyword, value))
 
@@ -121,6 +132,11 @@ class PngWriter:
         self._fh.write(kind)
         self._fh.write(data)
         self._fh.write(struct.pack(">I", zlib.crc32(data, zlib.crc32(kind))))
+
+
+def iccp(profile: bytes, name: str = "ICC profile") -> bytes:
+    """An iCCP chunk's data: the profile's name, NUL, method 0 (zlib), the profile."""
+    return name.encode("latin-1") + b"\0\0" + zlib.compress(profile)
 
 
 def itxt(keyword: str, text: str) -> bytes:
