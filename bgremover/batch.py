@@ -378,10 +378,11 @@ class _Pipeline:
                 item.loaded = item.raw = None
                 t0 = time.perf_counter()
                 rgb, alpha, timings = result.image.rgb, result.alpha, dict(result.timings)
+                metadata = result.image.metadata  # colour profile and EXIF, carried over
                 del result  # drops the unrefined mask
                 written = write_output(
                     rgb, alpha, self.settings.options, item.job.output, self.settings.fmt,
-                    item.record, item.claim,
+                    item.record, item.claim, metadata,
                 )  # fmt: skip
                 timings["write"] = time.perf_counter() - t0
                 del rgb, alpha

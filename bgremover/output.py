@@ -4,7 +4,8 @@ Each :class:`OutputFormat` says what its files are called, whether they keep
 transparency, how a result is written (composed and encoded straight into an
 atomic file) and how a finished file is recognised on a rerun: whole, and
 made from the same photo, by the record of its source (:class:`SourceRecord`)
-that bgremover writes into each output (a PNG iTXt chunk, WebP XMP). The command
+that bgremover writes into each output (a PNG iTXt chunk; XMP in WebP, JPEG and
+TIFF). The command
 line's ``--format`` choices, the app's format box and its save-dialog filters
 all read :data:`FORMATS`.
 
@@ -19,7 +20,9 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from .compose import ComposeOptions
+    from .imaging import Metadata
 
 #: Rows per strip when a PNG is written (see png.py): small enough that a strip of a
 #: 12-megapixel cutout is 4 MB, large enough that the per-strip overhead vanishes.
@@ -110,6 +114,13 @@ def _png_record(path: Path) -> SourceRecord | None:
     return None if text is None else SourceRecord.from_text(text)
 
 
+def _record_in_xmp(xmp: bytes) -> SourceRecord | None:
+    match = _XMP_RE.search(xmp)
+    if not match:
+        return None
+    return SourceRecord.from_text(unescape(match.group(1).decode("utf-8", "replace")))
+
+
 def _webp_record(path: Path) -> SourceRecord | None:
     """The record in a WebP's XMP chunk, found by walking the RIFF chunk headers."""
     with open(path, "rb") as fh:
@@ -119,12 +130,73 @@ def _webp_record(path: Path) -> SourceRecord | None:
         while len(chunk := fh.read(8)) == 8:
             kind, length = chunk[:4], int.from_bytes(chunk[4:], "little")
             if kind == b"XMP ":
-                match = _XMP_RE.search(fh.read(min(length, 1 << 20)))
-                if not match:
-                    return None
-                return SourceRecord.from_text(unescape(match.group(1).decode("utf-8", "replace")))
+                return _record_in_xmp(fh.read(min(length, 1 << 20)))
             fh.seek(length + (length & 1), os.SEEK_CUR)
     return None
+
+
+#: What starts the XMP packet in a JPEG's APP1 segment (an EXIF APP1 starts "Exif").
+_JPEG_XMP_HEADER = b"http://ns.adobe.com/xap/1.0/\0"
+#: JPEG markers that stand alone, without a length: TEM and the restart markers.
+_JPEG_BARE_MARKERS = frozenset([0x01, *range(0xD0, 0xD8)])
+
+
+def _jpeg_record(path: Path) -> SourceRecord | None:
+    """The record in a JPEG's XMP, found by walking the marker segments before the
+    compressed data (a few kilobytes are read, nothing is decoded)."""
+    with open(path, "rb") as fh:
+        if fh.read(2) != b"\xff\xd8":
+            return None
+        while True:
+            byte = fh.read(1)
+            if byte != b"\xff":
+                return None  # not at a marker: not a JPEG bgremover can read a record in
+            marker = fh.read(1)
+            while marker == b"\xff":  # fill bytes before a marker
+                marker = fh.read(1)
+            if not marker or marker[0] in (0xD9, 0xDA):  # end of image, start of scan
+                return None
+            if marker[0] in _JPEG_BARE_MARKERS:
+                continue
+            size = fh.read(2)
+            if len(size) < 2:
+                return None
+            length = int.from_bytes(size, "big") - 2
+            if length < 0:
+                return None
+            if marker[0] == 0xE1:  # APP1: EXIF or XMP
+                data = fh.read(length)
+                if data.startswith(_JPEG_XMP_HEADER):
+                    record = _record_in_xmp(data[len(_JPEG_XMP_HEADER) :])
+                    if record is not None:
+                        return record
+            else:
+                fh.seek(length, os.SEEK_CUR)
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Pillow's warnings about a damaged TIFF directory left unsaid (the caller judges)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _tiff_record(path: Path) -> SourceRecord | None:
+    """The record in a TIFF's XMP tag (700), read from its first directory."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with _quiet(), Image.open(path) as img:  # a damaged directory: no record
+            tags = getattr(img, "tag_v2", None)
+            xmp = tags.get(_TIFF_XMP) if tags is not None else None
+    except (UnidentifiedImageError, SyntaxError, ValueError, EOFError):
+        return None  # OSError (the file cannot be read) goes to the caller
+    if isinstance(xmp, tuple) and len(xmp) == 1:
+        xmp = xmp[0]
+    if isinstance(xmp, str):
+        xmp = xmp.encode("utf-8")
+    return _record_in_xmp(xmp) if isinstance(xmp, bytes) else None
 
 
 def _png_complete(path: Path) -> bool:
@@ -149,6 +221,97 @@ def _webp_complete(path: Path) -> bool:
     )
 
 
+def _jpeg_complete(path: Path) -> bool:
+    """A whole JPEG starts with its start-of-image marker and ends with end-of-image."""
+    if path.stat().st_size < 4:
+        return False
+    with open(path, "rb") as fh:
+        if fh.read(2) != b"\xff\xd8":
+            return False
+        fh.seek(-2, os.SEEK_END)
+        return fh.read(2) == b"\xff\xd9"
+
+
+def _tiff_complete(path: Path) -> bool:
+    """A whole TIFF opens (header and first directory) and holds every strip or tile
+    its directory names: each one's offset plus byte count lies within the file."""
+    from PIL import Image, UnidentifiedImageError
+
+    size = path.stat().st_size
+    try:
+        with _quiet(), Image.open(path) as img:  # a damaged directory: not whole
+            tags = getattr(img, "tag_v2", None)
+            if img.format != "TIFF" or tags is None:
+                return False
+            offsets = tags.get(273, tags.get(324))  # StripOffsets, TileOffsets
+            counts = tags.get(279, tags.get(325))  # StripByteCounts, TileByteCounts
+    except (UnidentifiedImageError, SyntaxError, ValueError, EOFError):
+        return False
+    if isinstance(offsets, int):
+        offsets = (offsets,)
+    if isinstance(counts, int):
+        counts = (counts,)
+    if not offsets or not counts or len(offsets) != len(counts):
+        return False
+    return all(o > 0 and o + n <= size for o, n in zip(offsets, counts, strict=True))
+
+
+# -- What a file carries over from its photo -------------------------------------------
+
+_ORIENTATION = 0x0112  # the EXIF tag
+_TIFF_XMP = 700  # the TIFF tag that holds an XMP packet
+#: The EXIF tags a TIFF output keeps in its own directory (libtiff cannot write EXIF's
+#: sub-directories, and the image-structure tags are the new file's own): descriptive
+#: ones only.
+_TIFF_EXIF_TAGS = (270, 271, 272, 305, 306, 315, 33432)  # description ... copyright
+_TIFF_RESOLUTION_TAGS = (282, 283, 296)  # X and Y resolution, their unit
+#: Most EXIF bytes one JPEG APP1 segment holds (65535 less its length and "Exif\0\0").
+_JPEG_MAX_EXIF = 65533
+
+
+def _upright_exif(exif: bytes | None) -> Image.Exif | None:
+    """``exif`` parsed, with the orientation set to 1: bgremover writes upright pixels.
+    None when there is none, or it cannot be read (better dropped than half-kept)."""
+    if not exif:
+        return None
+    from PIL import Image
+
+    try:
+        parsed = Image.Exif()
+        parsed.load(exif)
+        if not len(parsed):
+            return None
+        parsed[_ORIENTATION] = 1
+        parsed.tobytes()  # a block Pillow cannot write again fails here, not in the save
+    except Exception:
+        return None
+    return parsed
+
+
+def _carried(
+    metadata: Metadata | None, options: ComposeOptions | None, colour: bool
+) -> tuple[bytes | None, Image.Exif | None]:
+    """The ICC profile (colour outputs only: a greyscale mask's values are not RGB) and
+    upright EXIF (unless ``options.strip_metadata``) an output carries over."""
+    if metadata is None:
+        return None, None
+    icc = metadata.icc_profile if colour else None
+    strip = options is not None and options.strip_metadata
+    return icc, None if strip else _upright_exif(metadata.exif)
+
+
+def _colour_channels(img: Image.Image | np.ndarray) -> bool:
+    """Whether ``img`` has RGB channels (and so can carry an RGB colour profile)."""
+    import numpy as np
+
+    if isinstance(img, np.ndarray):
+        return img.ndim == 3 and img.shape[2] >= 3
+    return img.mode in ("RGB", "RGBA", "RGBa", "RGBX", "P", "PA")
+
+
+# -- Encoders ----------------------------------------------------------------------------
+
+
 def _png_rows(
     fh: BinaryIO,
     width: int,
@@ -156,11 +319,22 @@ def _png_rows(
     channels: int,
     strips,
     record: SourceRecord | None = None,
+    options: ComposeOptions | None = None,
+    metadata: Metadata | None = None,
 ) -> None:
     from .png import PngWriter
 
     text = {RECORD_KEYWORD: record.to_text()} if record else None
-    writer = PngWriter(fh, width, height, channels, text=text)
+    icc, exif = _carried(metadata, options, channels >= 3)
+    writer = PngWriter(
+        fh,
+        width,
+        height,
+        channels,
+        text=text,
+        icc_profile=icc,
+        exif=exif.tobytes() if exif is not None else None,
+    )
     for rows in strips:
         writer.write_rows(rows)
     writer.close()
@@ -184,15 +358,23 @@ def _encode_png(
     img: Image.Image | np.ndarray,
     fmt: OutputFormat,
     record: SourceRecord | None = None,
+    options: ComposeOptions | None = None,
+    metadata: Metadata | None = None,
 ) -> None:
     pixels = _png_pixels(img)
     if pixels is None:  # a mode the streaming writer does not take (e.g. palette)
-        _encode_pillow(fh, img, fmt, record)
+        _encode_pillow(fh, img, fmt, record, options, metadata)
         return
     height, width = pixels.shape[:2]
     channels = 1 if pixels.ndim == 2 else pixels.shape[2]
     strips = (pixels[y : y + PNG_STRIP_ROWS] for y in range(0, height, PNG_STRIP_ROWS))
-    _png_rows(fh, width, height, channels, strips, record)
+    _png_rows(fh, width, height, channels, strips, record, options, metadata)
+
+
+def _pil(img: Image.Image | np.ndarray) -> Image.Image:
+    from PIL import Image
+
+    return img if isinstance(img, Image.Image) else Image.fromarray(img)
 
 
 def _encode_pillow(
@@ -200,21 +382,118 @@ def _encode_pillow(
     img: Image.Image | np.ndarray,
     fmt: OutputFormat,
     record: SourceRecord | None = None,
+    options: ComposeOptions | None = None,
+    metadata: Metadata | None = None,
 ) -> None:
-    from PIL import Image, PngImagePlugin
+    """A PNG in a mode bgremover's writer does not take (palette, 16-bit), by Pillow."""
+    from PIL import PngImagePlugin
 
-    if not isinstance(img, Image.Image):
-        img = Image.fromarray(img)
-    options = dict(fmt.pillow)
-    if fmt.name == "webp" and img.mode == "L":
-        options.update(lossless=True)  # masks are data: keep them exact
-    if record is not None and fmt.name == "webp":
-        options.update(xmp=record.to_xmp())
-    elif record is not None and fmt.name == "png":
+    img = _pil(img)
+    save = dict(fmt.pillow)
+    if record is not None:
         info = PngImagePlugin.PngInfo()
         info.add_itxt(RECORD_KEYWORD, record.to_text())
-        options.update(pnginfo=info)
-    img.save(fh, **options)
+        save.update(pnginfo=info)
+    icc, exif = _carried(metadata, options, _colour_channels(img))
+    if icc:
+        save.update(icc_profile=icc)
+    if exif is not None:
+        save.update(exif=exif)
+    img.save(fh, **save)
+
+
+def _encode_webp(
+    fh: BinaryIO,
+    img: Image.Image | np.ndarray,
+    fmt: OutputFormat,
+    record: SourceRecord | None = None,
+    options: ComposeOptions | None = None,
+    metadata: Metadata | None = None,
+) -> None:
+    img = _pil(img)
+    save = dict(fmt.pillow)
+    if img.mode == "L" or (options is not None and options.lossless):
+        save.update(lossless=True)  # masks are data: keep them exact
+    elif options is not None and options.quality is not None:
+        save.update(quality=options.quality)
+    if record is not None:
+        save.update(xmp=record.to_xmp())
+    icc, exif = _carried(metadata, options, _colour_channels(img))
+    if icc:
+        save.update(icc_profile=icc)
+    if exif is not None:
+        save.update(exif=exif)
+    img.save(fh, **save)
+
+
+_TRANSPARENT_MODES = frozenset(["RGBA", "LA", "PA", "RGBa", "La"])
+
+
+def _encode_jpeg(
+    fh: BinaryIO,
+    img: Image.Image | np.ndarray,
+    fmt: OutputFormat,
+    record: SourceRecord | None = None,
+    options: ComposeOptions | None = None,
+    metadata: Metadata | None = None,
+) -> None:
+    from .compose import DEFAULT_QUALITY
+
+    img = _pil(img)
+    if img.mode in _TRANSPARENT_MODES or "transparency" in img.info:
+        raise ImageWriteError(
+            "JPEG cannot keep transparency, and this output has transparent pixels.",
+            fix="Add a background (a colour, an image or a blur), or choose PNG or WebP.",
+        )
+    if img.mode not in ("L", "RGB"):
+        img = img.convert("RGB")
+    save = dict(fmt.pillow)
+    quality = options.quality if options is not None else None
+    save.update(quality=quality or DEFAULT_QUALITY["jpeg"])
+    if record is not None:
+        save.update(xmp=record.to_xmp())
+    icc, exif = _carried(metadata, options, img.mode == "RGB")
+    if icc:
+        save.update(icc_profile=icc)
+    if exif is not None:
+        data = exif.tobytes()
+        if len(data) <= _JPEG_MAX_EXIF:  # a larger block fits no APP1 segment: left out
+            save.update(exif=data)
+    img.save(fh, **save)
+
+
+def _encode_tiff(
+    fh: BinaryIO,
+    img: Image.Image | np.ndarray,
+    fmt: OutputFormat,
+    record: SourceRecord | None = None,
+    options: ComposeOptions | None = None,
+    metadata: Metadata | None = None,
+) -> None:
+    from PIL import Image
+
+    img = _pil(img)
+    save = dict(fmt.pillow)
+    icc, exif = _carried(metadata, options, _colour_channels(img))
+    tags = Image.Exif()
+    if exif is not None:
+        for tag in _TIFF_EXIF_TAGS:
+            if tag in exif:
+                tags[tag] = exif[tag]
+        if all(tag in exif for tag in _TIFF_RESOLUTION_TAGS):
+            for tag in _TIFF_RESOLUTION_TAGS:
+                tags[tag] = exif[tag]
+        tags[_ORIENTATION] = 1
+    if record is not None:
+        tags[_TIFF_XMP] = record.to_xmp()
+    if len(tags):
+        save.update(exif=tags)
+    if icc:
+        save.update(icc_profile=icc)
+    img.save(fh, **save)
+
+
+# -- Writing a result --------------------------------------------------------------------
 
 
 def _write_png_result(
@@ -225,15 +504,17 @@ def _write_png_result(
     fmt: OutputFormat,
     record: SourceRecord | None = None,
     claim: Claim | None = None,
+    metadata: Metadata | None = None,
 ) -> int:
     """Composed and compressed a strip of rows at a time: the image is never whole."""
     from .compose import compose_strips
 
-    height, width = alpha.shape
-    channels, strips = compose_strips(rgb, alpha, options, rows=PNG_STRIP_ROWS)
-    return write_atomically(
-        path, lambda fh: _png_rows(fh, width, height, channels, strips, record), claim
-    )
+    out = compose_strips(rgb, alpha, options, rows=PNG_STRIP_ROWS)
+
+    def encode(fh: BinaryIO) -> None:
+        _png_rows(fh, out.width, out.height, out.channels, out.strips, record, options, metadata)
+
+    return write_atomically(path, encode, claim)
 
 
 def _write_whole_result(
@@ -244,11 +525,14 @@ def _write_whole_result(
     fmt: OutputFormat,
     record: SourceRecord | None = None,
     claim: Claim | None = None,
+    metadata: Metadata | None = None,
 ) -> int:
     from .compose import compose_array
 
     pixels = compose_array(rgb, alpha, options)
-    return write_atomically(path, lambda fh: fmt.encode(fh, pixels, fmt, record), claim)
+    return write_atomically(
+        path, lambda fh: fmt.encode(fh, pixels, fmt, record, options, metadata), claim
+    )
 
 
 @dataclass(frozen=True)
@@ -273,11 +557,19 @@ class OutputFormat:
     record: Callable[[Path], SourceRecord | None] = field(repr=False)
     #: Pillow's save options where Pillow encodes.
     pillow: Mapping[str, Any] = field(default_factory=dict)
+    #: Other file name endings that mean this format (".jpeg" for JPEG), with the dot.
+    other_extensions: tuple[str, ...] = ()
+
+    @property
+    def extensions(self) -> tuple[str, ...]:
+        """Every ending of this format's files, the one bgremover writes first."""
+        return (self.extension, *self.other_extensions)
 
     @property
     def dialog_filter(self) -> str:
         """The file-dialog filter, e.g. ``PNG image (*.png)``."""
-        return f"{self.label} image (*{self.extension})"
+        patterns = " ".join(f"*{e}" for e in self.extensions)
+        return f"{self.label} image ({patterns})"
 
 
 FORMATS: dict[str, OutputFormat] = {
@@ -299,12 +591,39 @@ FORMATS: dict[str, OutputFormat] = {
             "WebP",
             ".webp",
             alpha=True,
-            encode=_encode_pillow,
+            encode=_encode_webp,
             write_result=_write_whole_result,
             complete=_webp_complete,
             record=_webp_record,
             # Lossy colour at a high quality, lossless alpha: edges stay exact, files small.
+            # (The quality here is compose.DEFAULT_QUALITY["webp"]'s; options.quality wins.)
             pillow={"format": "WEBP", "quality": 90, "alpha_quality": 100, "method": 4},
+        ),
+        OutputFormat(
+            "jpeg",
+            "JPEG",
+            ".jpg",
+            alpha=False,
+            encode=_encode_jpeg,
+            write_result=_write_whole_result,
+            complete=_jpeg_complete,
+            record=_jpeg_record,
+            # Quality: options.quality, or compose.DEFAULT_QUALITY["jpeg"].
+            pillow={"format": "JPEG"},
+            other_extensions=(".jpeg",),
+        ),
+        OutputFormat(
+            "tiff",
+            "TIFF",
+            ".tif",
+            alpha=True,
+            encode=_encode_tiff,
+            write_result=_write_whole_result,
+            complete=_tiff_complete,
+            record=_tiff_record,
+            # Deflate (zlib), as Adobe's programs write it: lossless, read everywhere.
+            pillow={"format": "TIFF", "compression": "tiff_adobe_deflate"},
+            other_extensions=(".tiff",),
         ),
     )
 }
@@ -324,7 +643,7 @@ def get_format(name: str) -> OutputFormat:
 def format_for_path(path: Path) -> OutputFormat | None:
     """The format a file name asks for by its ending, if bgremover writes it."""
     suffix = path.suffix.lower()
-    return next((f for f in FORMATS.values() if f.extension == suffix), None)
+    return next((f for f in FORMATS.values() if suffix in f.extensions), None)
 
 
 def write_output(
@@ -335,20 +654,33 @@ def write_output(
     fmt: str,
     record: SourceRecord | None = None,
     claim: Claim | None = None,
+    metadata: Metadata | None = None,
 ) -> int:
     """Compose the output for ``options`` and write it atomically; returns its bytes.
 
     ``record`` (the photo it was made from) goes into the file, so that a rerun knows
     the file is this photo's; ``claim``, when the caller holds ``path``'s claim already.
+    ``metadata`` (the photo's, see :attr:`~bgremover.imaging.LoadedImage.metadata`): its
+    colour profile goes into colour outputs, its EXIF (orientation 1: the pixels are
+    upright) into every output unless ``options.strip_metadata``.
     """
     out = get_format(fmt)
-    return out.write_result(rgb, alpha, options, path, out, record, claim)
+    return out.write_result(rgb, alpha, options, path, out, record, claim, metadata)
 
 
-def write_image(img: Image.Image | np.ndarray, path: Path, fmt: str) -> int:
-    """Write a whole image to ``path`` atomically and return the bytes written."""
+def write_image(
+    img: Image.Image | np.ndarray,
+    path: Path,
+    fmt: str,
+    options: ComposeOptions | None = None,
+    metadata: Metadata | None = None,
+) -> int:
+    """Write a whole image to ``path`` atomically and return the bytes written.
+
+    ``options`` gives the encoding settings (quality, lossless, strip_metadata) and
+    ``metadata`` what the file carries over, as for :func:`write_output`."""
     out = get_format(fmt)
-    return write_atomically(path, lambda fh: out.encode(fh, img, out))
+    return write_atomically(path, lambda fh: out.encode(fh, img, out, None, options, metadata))
 
 
 def is_complete_output(path: Path) -> bool:

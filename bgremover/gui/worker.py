@@ -405,7 +405,15 @@ def save(ctx: JobContext, result: Result, options: ComposeOptions, path: Path, f
             record = SourceRecord.of(source)
         except OSError:
             record = None  # the photo went away since it was read: save without the record
-    written = write_output(result.image.rgb, result.alpha, options, path, fmt, record)
+    written = write_output(
+        result.image.rgb,
+        result.alpha,
+        options,
+        path,
+        fmt,
+        record,
+        metadata=result.image.metadata,
+    )
     return Saved(path, written)
 
 
