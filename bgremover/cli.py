@@ -118,9 +118,16 @@ What -o names:
   - an existing folder, or a name without an extension, is a folder: each image
     becomes FOLDER/<name>.png (photo.jpg -o out -> out/photo.png);
   - a name with an extension is the output file, for a single input file only:
-    photo.jpg -o cut.png or -o cut.webp (the extension sets the format); other
+    photo.jpg -o cut.png or -o cut.jpg (the extension sets the format); other
     extensions are refused, and so is a file name for a folder or several inputs;
-  - end the name with / for a new folder whose name has a dot (-o shots.v2/)."""
+  - end the name with / for a new folder whose name has a dot (-o shots.v2/).
+
+Export: a preset (--preset NAME, listed by `bgremover presets`) sets the options
+below at once; options given on the command line override the preset's.
+  --preset product-white-square       white, square 2000 px, 5 % margin, shadow, JPEG
+  --background blur --crop 10%        the photo's own background, blurred, cropped
+  --background white --background wall.jpg --background-fit fit
+                                      an image letterboxed on white"""
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -206,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rm.add_argument(
         "--decontaminate",
-        action="store_true",
+        action="store_const",
+        const=True,
         help="re-estimate colours in see-through edges (hair) so no tint of the old "
         "background remains; slower",
     )
@@ -219,12 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"output format (default: the output file's extension, else {DEFAULT_FORMAT}); "
         "it must agree with the output file's extension",
     )
-    rm.add_argument(
-        "-b",
-        "--background",
-        metavar="COLOR",
-        help="put the subject on a solid colour: name, #rrggbb[aa] or r,g,b[,a]",
-    )
+    _export_arguments(rm)
     rm.add_argument(
         "--providers",
         default="auto",
@@ -253,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="refuse images larger than this (decompression-bomb guard; default 250)",
     )
+
+    presets = command("presets", help="list the export presets", epilog=None)
+    presets.add_argument("--json", action="store_true", help="machine-readable output")
 
     models = command("models", help="list and download models", epilog=None)
     msub = models.add_subparsers(dest="models_command", metavar="ACTION")
@@ -353,6 +359,106 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _export_arguments(rm: argparse.ArgumentParser) -> None:
+    """The export options: what each output looks like (see presets.options_from)."""
+    ex = rm.add_argument_group("export options (a preset sets them together)")
+    ex.add_argument(
+        "--preset", metavar="NAME", help="export settings by name (see `bgremover presets`)"
+    )
+    ex.add_argument(
+        "-b",
+        "--background",
+        action="append",
+        metavar="BACKGROUND",
+        help="what the subject is put on: a colour (white, #rrggbb[aa], r,g,b[,a]), an "
+        "image file, blur or blur:STRENGTH (the photo's own background, blurred), or "
+        "transparent; give a colour and an image to fill a fitted image's bars",
+    )
+    ex.add_argument(
+        "--background-fit",
+        metavar="FIT",
+        help="how a background image covers the output: fill (default: cover it, cut "
+        "to size), fit (inside, with bars) or stretch",
+    )
+    ex.add_argument(
+        "--crop",
+        nargs="?",
+        const=True,
+        metavar="MARGIN",
+        help="cut the output to the subject, with an optional margin: 30 (px) or 5%% "
+        "(of the subject's long side)",
+    )
+    ex.add_argument(
+        "--canvas",
+        metavar="SIZE",
+        help="place the subject on a canvas of a size (2000x2000: scaled to fit inside "
+        "the margin) or a ratio (1:1, 4:5, 16:9: as small as holds it)",
+    )
+    ex.add_argument(
+        "--margin",
+        metavar="MARGIN",
+        help="free space at each side of a canvas: px or %% of its short side",
+    )
+    ex.add_argument(
+        "--position",
+        metavar="WHERE",
+        help="where the subject sits on a canvas: center (default) or bottom (products)",
+    )
+    ex.add_argument(
+        "--max-size", type=int, metavar="PX", help="scale the output down to this long side"
+    )
+    ex.add_argument(
+        "--shadow",
+        nargs="?",
+        const=True,
+        metavar="SPEC",
+        help="a soft drop shadow under the subject; optionally "
+        "opacity=0.6,blur=0.03,dx=0.01,dy=0.02 (fractions of the subject's height)",
+    )
+    ex.add_argument(
+        "--outline",
+        metavar="WIDTH[:COLOR]",
+        help="a stroke around the subject, for stickers: 8 or 8:white",
+    )
+    ex.add_argument(
+        "--quality", type=int, metavar="Q", help="JPEG/WebP quality 1-100 (JPEG 92, WebP 90)"
+    )
+    ex.add_argument("--lossless", action="store_const", const=True, help="WebP without loss")
+    ex.add_argument(
+        "--strip-metadata",
+        action="store_const",
+        const=True,
+        help="leave out the photo's EXIF data (camera, place, time); colour stays",
+    )
+
+
+def export_values(args: argparse.Namespace) -> dict:
+    """The export options given on the command line, spelled as presets spell them."""
+    values: dict = {}
+    if args.crop is not None:
+        values["crop"] = True
+        if args.crop is not True:
+            values["margin"] = args.crop
+    for key in (
+        "background",
+        "background_fit",
+        "canvas",
+        "margin",
+        "position",
+        "max_size",
+        "shadow",
+        "outline",
+        "quality",
+        "lossless",
+        "strip_metadata",
+        "decontaminate",
+    ):
+        value = getattr(args, key)
+        if value is not None:
+            values[key] = value
+    return values
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -376,6 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .evaluation import cmd_bench
 
             return cmd_bench(args, TerminalProgress(enabled=not args.quiet))
+        if args.command == "presets":
+            return cmd_presets(args)
         if args.command == "models":
             if args.models_command == "list":
                 return cmd_models_list(args)
@@ -391,6 +499,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         _err("\nbgremover: interrupted; finished outputs are kept, rerun to resume.")
         return 130
     return EXIT_USAGE
+
+
+def cmd_presets(args: argparse.Namespace) -> int:
+    from .presets import load_presets, presets_dir
+
+    presets = load_presets()
+    if args.json:
+        rows = [
+            {
+                "name": p.name,
+                "description": p.description,
+                "builtin": p.builtin,
+                "path": str(p.path) if p.path else None,
+                "options": dict(p.values),
+            }
+            for p in presets.values()
+        ]
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    width = max(len(name) for name in presets)
+    for preset in presets.values():
+        where = "" if preset.builtin else f"  ({preset.path})"
+        print(f"{preset.name:<{width}}  {preset.description}{where}")
+        print(f"{'':<{width}}    {preset.summary()}")
+    print(f"\nYour own presets: TOML files in {presets_dir()} (see the README).")
+    return EXIT_OK
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
@@ -485,21 +619,23 @@ def cmd_remove(args: argparse.Namespace) -> int:
         ItemSkipped,
         run_batch,
     )
-    from .compose import ComposeOptions, parse_color
+    from .compose import ComposeOptions
     from .edit import load_edits
     from .errors import UsageError
     from .pipeline import EngineConfig, Remover
     from .plan import plan_batch, resolve_output
+    from .presets import check_export, get_preset, options_from
 
-    options = ComposeOptions(
-        mask_only=args.mask_only,
-        background=parse_color(args.background) if args.background else None,
-        decontaminate=args.decontaminate,
+    # The preset, then the options given here over it; all checked before the model is
+    # loaded or any image read, as is what -o names (a file or a folder).
+    values = dict(get_preset(args.preset).values) if args.preset else {}
+    values.update(export_values(args))
+    options, preset_fmt = options_from(values, ComposeOptions(mask_only=args.mask_only))
+    target = resolve_output(
+        args.inputs, args.output, args.format, default=preset_fmt or DEFAULT_FORMAT
     )
-    # What -o names (a file or a folder), and whether that can work, is settled before
-    # the model is loaded or any image read.
-    target = resolve_output(args.inputs, args.output, args.format)
     fmt = target.fmt
+    check_export(options, fmt)
     plan = plan_batch(args.inputs, target.path, fmt, single_file=target.single_file)
     for path, reason in plan.problems:
         _err(f"bgremover: skipping {path}: {reason}")

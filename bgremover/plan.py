@@ -110,7 +110,10 @@ def _ends_in_separator(name: str | os.PathLike[str]) -> bool:
 
 
 def resolve_output(
-    inputs: Sequence[Path], output: str | os.PathLike[str], fmt: str | None = None
+    inputs: Sequence[Path],
+    output: str | os.PathLike[str],
+    fmt: str | None = None,
+    default: str = DEFAULT_FORMAT,
 ) -> OutputTarget:
     """Decide whether ``output`` (as the user typed it) is a file or a folder, and
     refuse what cannot work.
@@ -120,14 +123,15 @@ def resolve_output(
     - Any other name (it has an extension) is the output file. That needs a single
       input that is not a folder, an extension bgremover writes, and a ``fmt`` (if
       given) that agrees with it; otherwise a :class:`UsageError` says what to give.
-    - The format is ``fmt``, else the output file's extension, else the default.
+    - The format is ``fmt``, else the output file's extension, else ``default`` (a
+      preset's format).
     """
     if fmt is not None and fmt not in FORMATS:
         raise UsageError(f"Unknown format {fmt!r}; use one of: {', '.join(FORMATS)}.")
     folder = _ends_in_separator(output)
     output = Path(output)
     if folder or output.is_dir() or not output.suffix:
-        return OutputTarget(output, False, fmt or DEFAULT_FORMAT)
+        return OutputTarget(output, False, fmt or default)
     folders = [p for p in inputs if p.is_dir()]
     if folders or len(inputs) > 1:
         what = (

@@ -41,11 +41,21 @@ def test_trailing_separator_makes_a_dotted_name_a_folder(tmp_path: Path, u2netp_
 
 
 def test_extension_the_writer_cannot_produce_is_refused(tmp_path: Path) -> None:
-    out = tmp_path / "x.jpg"
+    out = tmp_path / "x.gif"
     proc = run_cli("remove", str(SAMPLE), "-o", str(out), env=offline_env(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert "Cannot write" in proc.stderr and "PNG (.png)" in proc.stderr
     assert "WebP (.webp)" in proc.stderr and "x.png" in proc.stderr
+    assert "Could not obtain model" not in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_a_jpeg_that_would_need_transparency_is_refused_before_the_model(tmp_path: Path) -> None:
+    out = tmp_path / "x.jpg"
+    proc = run_cli("remove", str(SAMPLE), "-o", str(out), env=offline_env(tmp_path))
+    assert proc.returncode == 2, proc.stderr
+    assert "JPEG cannot keep transparency" in proc.stderr
+    assert "--background white" in proc.stderr
     assert "Could not obtain model" not in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists()
 
@@ -117,7 +127,10 @@ def test_resolve_output_rules(tmp_path: Path) -> None:
     assert resolve_output([photo], f"{tmp_path / 'v1.5'}/").single_file is False
     # A single input that does not exist is not refused here: the run says it is missing.
     assert resolve_output([tmp_path / "nope.jpg"], tmp_path / "x.png").single_file is True
-    with pytest.raises(UsageError, match=r"not \.tiff"):
-        resolve_output([photo], tmp_path / "a.tiff")
+    with pytest.raises(UsageError, match=r"not \.gif"):
+        resolve_output([photo], tmp_path / "a.gif")
+    # A preset's format is the default: a folder takes it, a file's extension wins.
+    assert resolve_output([photo], tmp_path / "out", default="jpeg").fmt == "jpeg"
+    assert resolve_output([photo], tmp_path / "a.png", default="jpeg").fmt == "png"
     with pytest.raises(UsageError, match="is a folder"):
         resolve_output([tmp_path], tmp_path / "a.png")
