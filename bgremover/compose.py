@@ -364,6 +364,8 @@ def layout(alpha: np.ndarray, options: ComposeOptions) -> Layout:
     x0, y0, x1, y1 = found if found is not None else (0, 0, width, height)
     bw, bh = x1 - x0, y1 - y0
     margin = options.margin
+    cw: float
+    ch: float
     if options.canvas is not None or options.aspect is not None:
         if options.canvas is not None:
             cw, ch = options.canvas
@@ -544,7 +546,7 @@ def _solid(shape: tuple[int, int], rgb: tuple[int, ...]) -> np.ndarray:
 def _flatten_opaque(layers, shape: tuple[int, int]) -> np.ndarray:
     """The opaque case in 8 bits: one weighted blend per layer (OpenCV's blendLinear,
     rounded), a fifth of the time of the floating-point stack."""
-    out = np.zeros((*shape, 3), np.uint8)
+    out: np.ndarray = np.zeros((*shape, 3), np.uint8)
     for layer_colour, layer_alpha in layers:
         colour = layer_colour
         if np.ndim(colour) != 3:
@@ -554,8 +556,8 @@ def _flatten_opaque(layers, shape: tuple[int, int]) -> np.ndarray:
                 out = colour.copy()
                 continue
             layer_alpha = np.full(shape, layer_alpha, np.uint8)
-        weight = cv2.multiply(layer_alpha, 1 / 255, dtype=cv2.CV_32F)
-        out = cv2.blendLinear(colour, out, weight, cv2.subtract(1.0, weight))
+        weight = np.multiply(layer_alpha, np.float32(1 / 255), dtype=np.float32)
+        out = cv2.blendLinear(colour, out, weight, np.float32(1) - weight)
     return out
 
 
@@ -658,7 +660,7 @@ def shadow_alpha(silhouette: np.ndarray, shadow: Shadow) -> np.ndarray:
     size = (max(1, round(width * factor)), max(1, round(height * factor)))
     small = cv2.resize(silhouette, size, interpolation=cv2.INTER_AREA) if factor < 1 else silhouette
     fx, fy = size[0] / width, size[1] / height
-    shift = np.float64([[1, 0, shadow.dx * tall * fx], [0, 1, shadow.dy * tall * fy]])
+    shift = np.array([[1, 0, shadow.dx * tall * fx], [0, 1, shadow.dy * tall * fy]], np.float64)
     moved = cv2.warpAffine(small, shift, size, flags=cv2.INTER_LINEAR, borderValue=0)
     if sigma > 0:
         moved = cv2.GaussianBlur(moved, (0, 0), sigma * factor)

@@ -268,6 +268,7 @@ def parse_background(value: Any) -> dict[str, Any]:
     of a colour and an image (the colour shows in a fitted image's bars)."""
     items = value if isinstance(value, list) else [value]
     found: dict[str, Any] = {"background": None, "background_image": None, "blur": None}
+    parsed: Any
     for item in items:
         text = str(item).strip()
         if text.lower() in ("", "none", "transparent"):
