@@ -412,9 +412,9 @@ def place(plane: np.ndarray, lay: Layout, replicate: bool = False, factor: float
     """``plane`` (a photo-sized array, or one ``factor`` times its size) on the output.
 
     Pixels past the photo's edges are 0 (transparent), or the nearest edge pixel with
-    ``replicate`` (a blurred background reaches to the canvas's edges). Reduced with
-    area averaging, enlarged with cubic interpolation; at scale 1 and whole-pixel
-    offsets the pixels are copied exactly.
+    ``replicate`` (a blurred background reaches to the canvas's edges). The part that
+    shows is resized once (area averaging down, cubic up) and put at its place,
+    rounded to the pixel; at scale 1 the pixels are copied exactly.
     """
     height, width = plane.shape[:2]
     out_w, out_h = lay.size
@@ -422,38 +422,35 @@ def place(plane: np.ndarray, lay: Layout, replicate: bool = False, factor: float
     scale = lay.scale / factor
     if factor == 1.0 and lay.is_whole(width, height):
         return plane
-    if scale < 1.0:
-        # Average down the part that shows first (warpAffine would sample, and alias);
-        # what is left is a shift and a scale near 1.
-        sx0, sy0 = max(0, math.floor(x0)), max(0, math.floor(y0))
-        sx1 = min(width, math.ceil(x0 + out_w / scale))
-        sy1 = min(height, math.ceil(y0 + out_h / scale))
-        if sx1 <= sx0 or sy1 <= sy0:
-            return np.zeros((out_h, out_w, *plane.shape[2:]), plane.dtype)
-        new_w = max(1, round((sx1 - sx0) * scale))
-        new_h = max(1, round((sy1 - sy0) * scale))
-        plane = cv2.resize(plane[sy0:sy1, sx0:sx1], (new_w, new_h), interpolation=cv2.INTER_AREA)
-        rx, ry = (sx1 - sx0) / new_w, (sy1 - sy0) / new_h
-        matrix = [
-            [rx * scale, 0.0, (sx0 + 0.5 * rx - x0) * scale - 0.5],
-            [0.0, ry * scale, (sy0 + 0.5 * ry - y0) * scale - 0.5],
-        ]
-        interpolation = cv2.INTER_LINEAR
-    else:  # pixel centres: X + 0.5 = (x + 0.5 - x0) * scale
-        matrix = [
-            [scale, 0.0, (0.5 - x0) * scale - 0.5],
-            [0.0, scale, (0.5 - y0) * scale - 0.5],
-        ]
-        interpolation = cv2.INTER_LINEAR if scale == 1.0 else cv2.INTER_CUBIC
-    out = cv2.warpAffine(
-        np.ascontiguousarray(plane),
-        np.asarray(matrix, np.float64),
-        (out_w, out_h),
-        flags=interpolation,
-        borderMode=cv2.BORDER_REPLICATE if replicate else cv2.BORDER_CONSTANT,
-        borderValue=0,
-    )
-    return out.reshape((out_h, out_w, *plane.shape[2:]))
+    # The photo's whole pixels that show, and where they land.
+    sx0, sy0 = max(0, math.floor(x0)), max(0, math.floor(y0))
+    sx1 = min(width, math.ceil(x0 + out_w / scale))
+    sy1 = min(height, math.ceil(y0 + out_h / scale))
+    dx0, dy0 = round((sx0 - x0) * scale), round((sy0 - y0) * scale)
+    dx1, dy1 = round((sx1 - x0) * scale), round((sy1 - y0) * scale)
+    shape = (out_h, out_w, *plane.shape[2:])
+    if sx1 <= sx0 or sy1 <= sy0 or dx1 <= max(0, dx0) or dy1 <= max(0, dy0):
+        return np.zeros(shape, plane.dtype)  # nothing of the photo shows
+    region = plane[sy0:sy1, sx0:sx1]
+    if (dx1 - dx0, dy1 - dy0) != (sx1 - sx0, sy1 - sy0):
+        shrink = scale < 1.0
+        region = cv2.resize(
+            region,
+            (dx1 - dx0, dy1 - dy0),
+            interpolation=cv2.INTER_AREA if shrink else cv2.INTER_CUBIC,
+        )
+    # What falls past the output's edges (rounding, or a box inside the photo) is cut.
+    cut_x0, cut_y0 = max(0, -dx0), max(0, -dy0)
+    cut_x1 = region.shape[1] - max(0, dx1 - out_w)
+    cut_y1 = region.shape[0] - max(0, dy1 - out_h)
+    region = np.ascontiguousarray(region[cut_y0:cut_y1, cut_x0:cut_x1])
+    left, top = max(0, dx0), max(0, dy0)
+    right, bottom = out_w - left - region.shape[1], out_h - top - region.shape[0]
+    if (left, top, right, bottom) == (0, 0, 0, 0):
+        return region
+    border = cv2.BORDER_REPLICATE if replicate else cv2.BORDER_CONSTANT
+    out = cv2.copyMakeBorder(region, top, bottom, left, right, border, value=0)
+    return out.reshape(shape)
 
 
 # -- Layers --------------------------------------------------------------------------
@@ -545,9 +542,26 @@ def _solid(shape: tuple[int, int], rgb: tuple[int, ...]) -> np.ndarray:
 
 def _flatten_opaque(layers, shape: tuple[int, int]) -> np.ndarray:
     """The opaque case in 8 bits: one weighted blend per layer (OpenCV's blendLinear,
-    rounded), a fifth of the time of the floating-point stack."""
-    out: np.ndarray = np.zeros((*shape, 3), np.uint8)
+    rounded), a fifth of the time of the floating-point stack. A solid colour over a
+    solid colour (a shadow on a plain background) is one table lookup."""
+    out: np.ndarray | None = None
+    solid: np.ndarray | None = np.zeros(3)  # while the stack so far is one colour
     for layer_colour, layer_alpha in layers:
+        if np.ndim(layer_colour) != 3 and solid is not None:
+            colour = np.asarray(layer_colour, np.float64)
+            if np.ndim(layer_alpha) == 0:
+                a = float(layer_alpha) / 255
+                solid = colour * a + solid * (1 - a)
+                continue
+            a = np.arange(256, dtype=np.float64)[:, None] / 255
+            table = np.clip(colour * a + solid * (1 - a) + 0.5, 0, 255).astype(np.uint8)
+            out = cv2.LUT(cv2.merge([layer_alpha] * 3), table.reshape(1, 256, 3))
+            solid = None
+            continue
+        if out is None:
+            assert solid is not None
+            out = _solid(shape, tuple(round(float(v)) for v in solid)).copy()
+            solid = None
         colour = layer_colour
         if np.ndim(colour) != 3:
             colour = _solid(shape, tuple(round(float(v)) for v in layer_colour))
@@ -558,6 +572,9 @@ def _flatten_opaque(layers, shape: tuple[int, int]) -> np.ndarray:
             layer_alpha = np.full(shape, layer_alpha, np.uint8)
         weight = np.multiply(layer_alpha, np.float32(1 / 255), dtype=np.float32)
         out = cv2.blendLinear(colour, out, weight, np.float32(1) - weight)
+    if out is None:
+        assert solid is not None
+        return _solid(shape, tuple(round(float(v)) for v in solid)).copy()
     return out
 
 
@@ -675,7 +692,9 @@ def outline_alpha(alpha: np.ndarray, outline: Outline) -> np.ndarray:
     with an anti-aliased outer edge; the subject's own soft edge inside it is covered."""
     outside = (alpha < 128).view(np.uint8)
     distance = cv2.distanceTransform(outside, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
-    ring = np.clip((outline.width + 0.5 - distance) * 255.0, 0, 255).astype(np.uint8)
+    # A pixel whose centre is d from the nearest subject pixel's is d - 1/2 from the
+    # subject's edge: it is covered as far as the width reaches into it.
+    ring = np.clip((outline.width + 1.0 - distance) * 255.0, 0, 255).astype(np.uint8)
     return np.maximum(ring, alpha)
 
 
@@ -705,7 +724,7 @@ def compose_strips(
     """
     lay = layout(alpha, options)
     width, height = lay.size
-    placed_alpha = place(alpha, lay)
+    placed_alpha = _within_subject_box(place(alpha, lay), alpha, lay, options)
     if options.mask_only:
         return Composed(width, height, 1, _rows(rows, height, lambda y, z: placed_alpha[y:z]))
     fg = place(rgb, lay)
@@ -757,6 +776,24 @@ def compose_strips(
         return _flatten(part, opaque=channels == 3)
 
     return Composed(width, height, channels, _rows(rows, height, strip))
+
+
+def _within_subject_box(
+    placed: np.ndarray, alpha: np.ndarray, lay: Layout, options: ComposeOptions
+) -> np.ndarray:
+    """With crop, nothing of the subject outside its box on the output: enlarging
+    spreads a hard edge by a fraction of a photo pixel, which would reach into the
+    margin. (Outside the box the photo's alpha is at most SUBJECT_THRESHOLD.)"""
+    box = subject_box(alpha) if options.crop and lay.scale > 1 else None
+    if box is None:
+        return placed
+    x0, y0 = lay.to_output(box[0], box[1])
+    x1, y1 = lay.to_output(box[2], box[3])
+    keep = np.zeros_like(placed)
+    ys = slice(max(0, math.floor(y0 + 1e-6)), math.ceil(y1 - 1e-6))
+    xs = slice(max(0, math.floor(x0 + 1e-6)), math.ceil(x1 - 1e-6))
+    keep[ys, xs] = placed[ys, xs]
+    return keep
 
 
 def _rows(rows: int, height: int, make) -> Iterator[np.ndarray]:
