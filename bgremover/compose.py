@@ -724,14 +724,14 @@ def compose_strips(
     """
     lay = layout(alpha, options)
     width, height = lay.size
-    placed_alpha = _within_subject_box(place(alpha, lay), alpha, lay, options)
+    placed = _placed_alpha(alpha, lay, options)
     if options.mask_only:
-        return Composed(width, height, 1, _rows(rows, height, lambda y, z: placed_alpha[y:z]))
+        return Composed(width, height, 1, _rows(rows, height, lambda y, z: placed[y:z]))
     fg = place(rgb, lay)
     if options.decontaminate:
         from .refine import estimate_foreground
 
-        fg = estimate_foreground(fg, placed_alpha)
+        fg = estimate_foreground(fg, placed)
     channels = options.channels
     if not options.layered:
         colour = options.background
@@ -740,13 +740,13 @@ def compose_strips(
                 width,
                 height,
                 4,
-                _rows(rows, height, lambda y, z: cutout(fg[y:z], placed_alpha[y:z])),
+                _rows(rows, height, lambda y, z: cutout(fg[y:z], placed[y:z])),
             )
         return Composed(
             width,
             height,
             channels,
-            _rows(rows, height, lambda y, z: over_background(fg[y:z], placed_alpha[y:z], colour)),
+            _rows(rows, height, lambda y, z: over_background(fg[y:z], placed[y:z], colour)),
         )
     layers: list[tuple[object, object]] = []  # bottom first; arrays are output-sized
     if options.background is not None:
@@ -758,10 +758,10 @@ def compose_strips(
         small = blurred_background(rgb, alpha, options.blur)
         factor = small.shape[1] / alpha.shape[1]
         layers.append((place(small, lay, replicate=True, factor=factor), 255))
-    silhouette = placed_alpha
+    silhouette = placed
     outline = None
     if options.outline is not None:
-        silhouette = outline = outline_alpha(placed_alpha, options.outline)
+        silhouette = outline = outline_alpha(placed, options.outline)
     if options.shadow is not None:
         shade = shadow_alpha(silhouette, options.shadow)
         layers.append((np.asarray(options.shadow.color[:3], np.float32), shade))
@@ -769,7 +769,7 @@ def compose_strips(
         o = options.outline
         assert o is not None
         layers.append((np.asarray(o.color[:3], np.float32), _times(outline, o.color[3])))
-    layers.append((fg, placed_alpha))
+    layers.append((fg, placed))
 
     def strip(y: int, z: int) -> np.ndarray:
         part = [(_rows_of(c, y, z), _rows_of(a, y, z)) for c, a in layers]
@@ -778,12 +778,16 @@ def compose_strips(
     return Composed(width, height, channels, _rows(rows, height, strip))
 
 
-def _within_subject_box(
-    placed: np.ndarray, alpha: np.ndarray, lay: Layout, options: ComposeOptions
-) -> np.ndarray:
+def placed_alpha(alpha: np.ndarray, options: ComposeOptions) -> np.ndarray:
+    """The alpha as it lies on the output (crop, canvas, scale), before any layer."""
+    return _placed_alpha(alpha, layout(alpha, options), options)
+
+
+def _placed_alpha(alpha: np.ndarray, lay: Layout, options: ComposeOptions) -> np.ndarray:
     """With crop, nothing of the subject outside its box on the output: enlarging
     spreads a hard edge by a fraction of a photo pixel, which would reach into the
     margin. (Outside the box the photo's alpha is at most SUBJECT_THRESHOLD.)"""
+    placed = place(alpha, lay)
     box = subject_box(alpha) if options.crop and lay.scale > 1 else None
     if box is None:
         return placed
