@@ -784,11 +784,11 @@ def placed_alpha(alpha: np.ndarray, options: ComposeOptions) -> np.ndarray:
 
 
 def _placed_alpha(alpha: np.ndarray, lay: Layout, options: ComposeOptions) -> np.ndarray:
-    """With crop, nothing of the subject outside its box on the output: enlarging
-    spreads a hard edge by a fraction of a photo pixel, which would reach into the
-    margin. (Outside the box the photo's alpha is at most SUBJECT_THRESHOLD.)"""
+    """With crop, nothing of the subject outside its box on the output: no faint haze
+    (the photo's alpha there is at most SUBJECT_THRESHOLD) in the margin, and no spread
+    of a hard edge into it where the subject is enlarged."""
     placed = place(alpha, lay)
-    box = subject_box(alpha) if options.crop and lay.scale > 1 else None
+    box = subject_box(alpha) if options.crop else None
     if box is None:
         return placed
     x0, y0 = lay.to_output(box[0], box[1])

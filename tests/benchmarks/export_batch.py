@@ -61,10 +61,10 @@ def check_layout(folder: Path, values: dict) -> int:
         need = options.margin.pixels(min(width, height)) if options.canvas else 0
         margins = (x0, y0, width - x1, height - y1)
         inside = min(margins) >= int(need)
-        centred = abs(margins[0] - margins[2]) <= 1 and (
-            options.position == "bottom" or abs(margins[1] - margins[3]) <= 1
+        centred = abs(margins[0] - margins[2]) <= 2 and (
+            options.position == "bottom" or abs(margins[1] - margins[3]) <= 2
         )
-        touches = min(margins[0], margins[1]) <= need + 1 or min(margins[2], margins[3]) <= need + 1
+        touches = min(margins) <= need + 2  # scaled to fit: it reaches the margin
         ok = inside and centred and touches
         bad += not ok
         print(
