@@ -733,3 +733,28 @@ def existing_output(path: Path, source: SourceRecord) -> Existing:
         return Existing(DONE if is_complete_output(path) else REDO, record)
     except OSError:
         return Existing(UNVERIFIED)
+
+
+def encoded_preview(pixels: np.ndarray, fmt_name: str, options: ComposeOptions) -> np.ndarray:
+    """``pixels`` as a file of format ``fmt_name`` written with ``options`` would hold
+    them: encoded and decoded again when the format loses detail (JPEG; WebP unless
+    lossless), else ``pixels`` themselves. The same layout comes back (grey, RGB, RGBA).
+
+    The app's preview shows this, so it is what Save writes; the source record and the
+    photo's metadata that a saved file also carries do not change pixels."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    fmt = get_format(fmt_name)
+    grey = pixels.ndim == 2
+    lossy = fmt.name == "jpeg" or (fmt.name == "webp" and not options.lossless and not grey)
+    if not lossy:
+        return pixels
+    buffer = io.BytesIO()
+    fmt.encode(buffer, pixels, fmt, None, options, None)
+    buffer.seek(0)
+    with Image.open(buffer) as decoded:
+        mode = "L" if grey else "RGBA" if pixels.shape[2] == 4 else "RGB"
+        return np.asarray(decoded.convert(mode))

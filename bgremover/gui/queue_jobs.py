@@ -85,13 +85,14 @@ class QueueJobs(QObject):
         self._cancel_restage(entry)
         settings = self._settings()
         config, options, source = settings.engine(), settings.compose(), entry.source
+        fmt = settings.output_format
         # The edits asked for so far are replayed on the new result: the requests still
         # waiting are in them; those asked for from now on wait for it.
         edits = entry.edits or None
         entry.edit_queue.clear()
         job = self.engine.submit(
             "process",
-            lambda ctx: self.worker.process(ctx, source, config, options, edits),
+            lambda ctx: self.worker.process(ctx, source, config, options, edits, fmt),
             tag=("process", entry.item_id, config),
             on_end=self._on_process_end,
             on_progress=self.report_progress,
@@ -126,6 +127,7 @@ class QueueJobs(QObject):
         """
         settings = self._settings()
         config, options = settings.engine(), settings.compose()
+        fmt = settings.output_format
         if entry.job is not None:
             running = self.engine.job(entry.job)
             if running is None or running.tag[-1] == config:
@@ -136,14 +138,14 @@ class QueueJobs(QObject):
         p = entry.processed
         if p is None:
             return None
-        stage = p.stage_for(config, options)
+        stage = p.stage_for(config, options, fmt)
         if stage is None:
             return None
         if stage == "infer":
             return self.process(entry)
         if entry.restage_job is not None:
             pending = self._restage_job(entry)
-            if pending is not None and pending.tag[2:] == (config, options):
+            if pending is not None and pending.tag[2:] == (config, options, fmt):
                 return pending
             self._cancel_restage(entry)
         if entry.edit_job is not None or entry.edit_queue:
@@ -154,16 +156,16 @@ class QueueJobs(QObject):
             job = self.engine.submit(
                 "restage",
                 lambda ctx: restage(
-                    ctx, p, config, options, edits, self.worker.remover(ctx, config)
+                    ctx, p, config, options, edits, self.worker.remover(ctx, config), fmt
                 ),
-                tag=("restage", entry.item_id, config, options),
+                tag=("restage", entry.item_id, config, options, fmt),
                 on_end=self._on_restage_end,
             )
         else:
             job = self.output.submit(
                 "restage",
-                lambda ctx: restage(ctx, p, config, options, edits),
-                tag=("restage", entry.item_id, config, options),
+                lambda ctx: restage(ctx, p, config, options, edits, fmt=fmt),
+                tag=("restage", entry.item_id, config, options, fmt),
                 on_end=self._on_restage_end,
             )
         entry.restage_job = job.id

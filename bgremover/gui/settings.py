@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
 
 from PySide6.QtCore import QSettings
 
-from ..compose import ComposeOptions, parse_color
+from ..compose import FITS, POSITIONS, ComposeOptions, parse_blur, parse_color, parse_length
 from ..errors import UsageError
+from ..output import FORMATS
 from ..pipeline import EngineConfig
+from ..presets import check_export, options_from
+
+#: The settings that say what an output looks like and how it is encoded: the Export
+#: panel's, spelled as presets and the command line spell them (see :meth:`Settings.values`).
+EXPORT_FIELDS = (
+    "output_format",
+    "background",
+    "background_image",
+    "background_fit",
+    "crop",
+    "margin",
+    "canvas",
+    "position",
+    "max_size",
+    "shadow",
+    "outline",
+    "quality",
+    "lossless",
+    "strip_metadata",
+)
 
 
 @dataclass(frozen=True)
@@ -19,8 +42,29 @@ class Settings:
     providers: str = EngineConfig.providers
     threads: int = EngineConfig.threads
     output_format: str = "png"
-    #: "" for a transparent background, else a colour such as "#ffffff".
+    #: "" for a transparent background, a colour such as "#ffffff", "blur" or
+    #: "blur:STRENGTH" (the photo's own background, blurred).
     background: str = ""
+    #: An image file under the subject ("" none); the colour shows in its bars (fit).
+    background_image: str = ""
+    background_fit: str = "fill"
+    crop: bool = False
+    #: Space around the subject with crop or a canvas: "" none, "30px", "5%".
+    margin: str = ""
+    #: "" keeps the photo's frame; "2000x2000" a canvas size; "1:1" an aspect ratio.
+    canvas: str = ""
+    position: str = "center"
+    #: The output's longest side at most (0: as it comes).
+    max_size: int = 0
+    shadow: bool = False
+    #: "" none, else "WIDTH:COLOUR" such as "8:white".
+    outline: str = ""
+    #: JPEG / WebP quality 1-100 (0: the format's default).
+    quality: int = 0
+    lossless: bool = False
+    strip_metadata: bool = False
+    #: The preset chosen last ("" none: the options were set one by one).
+    preset: str = ""
     mask_only: bool = False
     refine: bool = EngineConfig.refine
     decontaminate: bool = False
@@ -34,14 +78,116 @@ class Settings:
             **{f.name: getattr(self, f.name) for f in fields(EngineConfig) if f.name in mine}
         )
 
+    def values(self) -> dict[str, Any]:
+        """The export settings as option values (:data:`bgremover.presets.KEYS`), read by
+        :func:`bgremover.presets.options_from` like a preset or the command line's flags.
+
+        A margin only counts with a crop or a canvas (the panel greys it out otherwise)."""
+        values: dict[str, Any] = {"format": self.output_format}
+        backgrounds = [b for b in (self.background, self.background_image) if b]
+        if backgrounds:
+            values["background"] = backgrounds[0] if len(backgrounds) == 1 else backgrounds
+        if self.background_image and self.background_fit != "fill":
+            values["background_fit"] = self.background_fit
+        if self.crop:
+            values["crop"] = True
+        if self.canvas:
+            values["canvas"] = self.canvas
+            if self.position != "center":
+                values["position"] = self.position
+        if self.margin and (self.crop or self.canvas) and _amount(self.margin):
+            values["margin"] = self.margin
+        if self.max_size > 0:
+            values["max_size"] = self.max_size
+        if self.shadow:
+            values["shadow"] = True
+        if self.outline:
+            values["outline"] = self.outline
+        if self.quality > 0:
+            values["quality"] = self.quality
+        for key in ("lossless", "strip_metadata", "decontaminate"):
+            if getattr(self, key):
+                values[key] = True
+        return values
+
+    def export_problem(self) -> UsageError | None:
+        """Why the export settings cannot be written as they are (None: they can): an
+        option that makes no image, or a format that cannot hold the output (JPEG with
+        transparency)."""
+        try:
+            options, fmt = options_from(self.values())
+        except UsageError as exc:
+            return exc
+        try:
+            if not self.mask_only:
+                check_export(options, fmt or self.output_format)
+        except UsageError:
+            label = FORMATS[self.output_format].label
+            return UsageError(
+                f"{label} cannot keep transparency, and this output would have it "
+                "(no background, or a see-through one).",
+                fix="Choose a background (White, a colour, an image or Blur), or the PNG, "
+                "WebP or TIFF format.",
+            )
+        return None
+
     def compose(self, mask_only: bool | None = None) -> ComposeOptions:
-        """What the outputs look like (background, mask only, decontamination): what the
-        Result view shows and Save writes. ``mask_only`` overrides the setting (Save Mask)."""
-        return ComposeOptions(
-            mask_only=self.mask_only if mask_only is None else mask_only,
-            background=parse_color(self.background) if self.background else None,
-            decontaminate=self.decontaminate,
-        )
+        """What the outputs look like (every export option, mask only, decontamination):
+        what the Result view shows and Save writes. ``mask_only`` overrides the setting
+        (Save Mask). Options that cannot make an image fall back, one at a time, to
+        their defaults (the Export panel says what is wrong)."""
+        values = self.values()
+        values.pop("format")
+        base = ComposeOptions(mask_only=self.mask_only if mask_only is None else mask_only)
+        try:
+            return options_from(values, base)[0]
+        except UsageError:
+            pass
+        for key in list(values):
+            fewer = {k: v for k, v in values.items() if k != key}
+            try:
+                return options_from(fewer, base)[0]
+            except UsageError:
+                continue
+        return options_from({"decontaminate": self.decontaminate}, base)[0]
+
+
+def color_text(text: str) -> str:
+    """A colour as the settings keep it: "#rrggbb", or "#rrggbbaa" when see-through."""
+    r, g, b, a = parse_color(text)
+    return f"#{r:02x}{g:02x}{b:02x}" + (f"{a:02x}" if a < 255 else "")
+
+
+def export_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The export settings that option ``values`` (a preset's) make: the fields they name,
+    the others at their defaults (choosing a preset sets all of them)."""
+    defaults = Settings()
+    found: dict[str, Any] = {name: getattr(defaults, name) for name in EXPORT_FIELDS}
+    found["decontaminate"] = defaults.decontaminate
+    background = values.get("background", "")
+    for item in background if isinstance(background, list) else [background]:
+        text = str(item).strip()
+        if text.lower() in ("", "none", "transparent"):
+            continue
+        if parse_blur(text) is not None:
+            found["background"] = text.lower()
+            continue
+        try:
+            found["background"] = color_text(text)
+        except UsageError:
+            found["background_image"] = text  # a file: options_from checks it is one
+    for key in ("background_fit", "margin", "canvas", "position", "outline"):
+        if values.get(key) not in (None, False):
+            found[key] = str(values[key])
+    for key in ("max_size", "quality"):
+        if values.get(key) is not None:
+            found[key] = int(values[key])
+    for key in ("crop", "shadow", "lossless", "strip_metadata", "decontaminate"):
+        if key in values:
+            found[key] = values[key] not in (False, None, "", "false", "off", "none")
+    if "format" in values:
+        found["output_format"] = "jpeg" if values["format"] == "jpg" else str(values["format"])
+    return found
 
 
 def qsettings() -> QSettings:
@@ -68,11 +214,39 @@ def load_settings() -> Settings:
         except (TypeError, ValueError):
             value = default  # a hand-edited or corrupt value: fall back quietly
         values[f.name] = value
+    if values["output_format"] not in FORMATS:
+        values["output_format"] = defaults.output_format
+    loaded = replace(defaults, **values)
+    # A hand-edited export value that means nothing (a colour, a canvas, a missing
+    # background image) falls back to its default; the others are kept.
+    for name in EXPORT_FIELDS:
+        if not _usable(replace(defaults, **{name: getattr(loaded, name)}), name):
+            loaded = replace(loaded, **{name: getattr(defaults, name)})
+    return loaded
+
+
+def _usable(settings: Settings, name: str) -> bool:
+    """Whether export field ``name`` of ``settings`` (the defaults but for it) can be read."""
     try:
-        parse_color(values["background"] or "white")
+        if name == "margin":
+            parse_length(settings.margin or "0")
+        elif name == "position":
+            return settings.position in POSITIONS
+        elif name == "background_fit":
+            return settings.background_fit in FITS
+        else:
+            options_from(settings.values())
     except UsageError:
-        values["background"] = defaults.background  # a hand-edited colour that means nothing
-    return replace(defaults, **values)
+        return False
+    return True
+
+
+def _amount(margin: str) -> float:
+    """The number in a margin ("5%" -> 5), 0 when it has none."""
+    try:
+        return float(margin.strip().lower().removesuffix("%").removesuffix("px") or 0)
+    except ValueError:
+        return 1.0  # not a number: options_from says what is wrong with it
 
 
 def save_settings(settings: Settings) -> None:

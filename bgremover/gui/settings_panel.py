@@ -5,51 +5,29 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QCheckBox,
-    QColorDialog,
     QComboBox,
     QFormLayout,
     QLabel,
     QSpinBox,
+    QVBoxLayout,
     QWidget,
 )
 
 from ..models import PRECISIONS, REGISTRY, ModelStore
-from ..output import FORMATS
 from ..session import available_providers
+from .export_panel import BACKGROUNDS, CHOOSE_COLOUR, ExportPanel, colour_swatch, select_data
 from .settings import Settings
 
 #: What each precision means to a user choosing it.
 PRECISION_LABELS = {"fp32": "fp32 (exact)", "int8": "int8 (faster; see Compare)"}
-#: The background choices offered at once ("" is transparent); any other colour
-#: through "Other colour…".
-BACKGROUNDS = {"": "Transparent", "#ffffff": "White", "#000000": "Black"}
-#: The data of the background box's last item, which opens the colour dialog.
-CHOOSE_COLOUR = "choose"
 #: Under the settings: whom a change reaches.
 APPLIES_TO = (
     "Changes apply at once to the image shown, and to the others when you view or "
     "save them, and to batches. Edit ▸ Reprocess All (Ctrl+R) redoes the whole queue now."
 )
-
-
-def colour_swatch(colour: str, size: int = 16) -> QIcon:
-    """A small square of ``colour``; a checkerboard for transparent ("")."""
-    pixmap = QPixmap(size, size)
-    pixmap.fill(QColor(245, 245, 245))
-    painter = QPainter(pixmap)
-    if colour:
-        painter.fillRect(0, 0, size, size, QColor(colour))
-    else:
-        half = size // 2
-        painter.fillRect(0, 0, half, half, QColor(204, 204, 204))
-        painter.fillRect(half, half, half, half, QColor(204, 204, 204))
-    painter.setPen(QColor(128, 128, 128))
-    painter.drawRect(0, 0, size - 1, size - 1)
-    painter.end()
-    return QIcon(pixmap)
+__all__ = ["BACKGROUNDS", "CHOOSE_COLOUR", "SettingsPanel", "colour_swatch", "select_data"]
 
 
 def model_label(name: str, size_bytes: int, cached: bool) -> str:
@@ -60,16 +38,12 @@ def model_label(name: str, size_bytes: int, cached: bool) -> str:
     return f"{name} ({mb:.1f} MB download)" if mb < 10 else f"{name} ({mb:.0f} MB download)"
 
 
-def select_data(box: QComboBox, value: object) -> None:
-    """Select the item whose data is ``value`` (the first item when there is none)."""
-    box.setCurrentIndex(max(box.findData(value), 0))
-
-
 class SettingsPanel(QWidget):
-    """Model, precision, provider, threads, format, background, edges, mask only.
+    """Model, precision, provider, threads, edges, mask only; below them the Export
+    panel (:attr:`export`: preset, background, framing, format).
 
     ``changed`` carries a dict of the settings the user changed (field -> new
-    value); the panel never applies or saves them itself.
+    value), the Export panel's too; the panel never applies or saves them itself.
     """
 
     changed = Signal(dict)
@@ -100,18 +74,14 @@ class SettingsPanel(QWidget):
         self.threads_box.setRange(0, 64)
         self.threads_box.setSpecialValueText("automatic")
         self.threads_box.setValue(settings.threads)
-        self.format_box = QComboBox()
-        for fmt in FORMATS.values():
-            self.format_box.addItem(fmt.label, fmt.name)
-        select_data(self.format_box, settings.output_format)
-        self.background_box = QComboBox()
-        self.background_box.setToolTip("What the cutout is put on, in the view and in the file")
-        for colour, label in BACKGROUNDS.items():
-            self.background_box.addItem(colour_swatch(colour), label, colour)
-        self.background_box.addItem("Other colour…", CHOOSE_COLOUR)
-        self.background_box.activated.connect(self._background_chosen)
+        self.export = ExportPanel(settings)
+        self.export.changed.connect(self.changed)
+        # The export choices the pane once had itself, now the Export panel's.
+        self.format_box = self.export.format_box
+        self.background_box = self.export.background_box
         self.mask_only_box = QCheckBox("Mask only")
         self.mask_only_box.setChecked(settings.mask_only)
+        self.mask_only_box.setToolTip("Save and show the mask (white kept, black removed)")
         self.refine_box = QCheckBox("Refine edges")
         self.refine_box.setToolTip(
             "Sharpen the mask's edges with the photo's colours (about 10-50 ms). Off gives "
@@ -129,21 +99,24 @@ class SettingsPanel(QWidget):
         self.applies_label = QLabel(APPLIES_TO)
         self.applies_label.setWordWrap(True)
         self.applies_label.setEnabled(False)  # drawn as a quiet note
-        self.show_background(settings.background)
 
-        form = QFormLayout(self)
+        engine = QWidget()
+        form = QFormLayout(engine)
+        form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Model:", self.model_box)
         form.addRow("Precision:", self.precision_box)
         form.addRow("Provider:", self.provider_box)
         form.addRow("Threads:", self.threads_box)
-        form.addRow("Output format:", self.format_box)
-        form.addRow("Background:", self.background_box)
         form.addRow("", self.refine_box)
         form.addRow("", self.decontaminate_box)
         form.addRow("", self.mask_only_box)
         form.addRow(self.fallback_label)
         form.addRow(self.applies_label)
-        self.setMaximumWidth(360)
+        column = QVBoxLayout(self)
+        column.addWidget(engine)
+        column.addWidget(self.export)
+        column.addStretch(1)
+        self.setMaximumWidth(380)
 
         self.model_box.currentIndexChanged.connect(
             lambda: self._emit(model=self.model_box.currentData())
@@ -200,39 +173,17 @@ class SettingsPanel(QWidget):
         widest = max((metrics.horizontalAdvance(t) for t in texts), default=0)
         self.model_box.view().setMinimumWidth(widest + 3 * metrics.averageCharWidth())
 
-    def show_background(self, background: str) -> None:
-        """Show ``background`` as chosen (a colour of its own gets an item) without
-        reporting a change."""
-        box = self.background_box
-        index = box.findData(background)
-        if index < 0:
-            custom = box.count() - 1  # before "Other colour…"
-            if box.itemData(custom - 1) not in BACKGROUNDS:
-                box.removeItem(custom - 1)  # one custom colour at a time
-                custom -= 1
-            box.insertItem(custom, colour_swatch(background), background, background)
-            index = custom
-        box.blockSignals(True)
-        box.setCurrentIndex(index)
-        box.blockSignals(False)
-        self._background = background
+    def show_settings(self, settings: Settings) -> None:
+        """Show ``settings`` (e.g. those a preset set) without reporting a change."""
+        for box, value in (
+            (self.decontaminate_box, settings.decontaminate),
+            (self.mask_only_box, settings.mask_only),
+            (self.refine_box, settings.refine),
+        ):
+            box.blockSignals(True)
+            box.setChecked(value)
+            box.blockSignals(False)
+        self.export.show_settings(settings)
 
     def show_fallbacks(self, fallbacks: tuple[str, ...]) -> None:
         self.fallback_label.setText("\n".join(f"Fallback — {r}" for r in fallbacks))
-
-    def _background_chosen(self, index: int) -> None:
-        chosen = self.background_box.itemData(index)
-        if chosen != CHOOSE_COLOUR:
-            self._emit(background=chosen)
-            return
-        self.show_background(self._background)  # unless a colour is chosen below
-        color = QColorDialog.getColor(
-            QColor(self._background or "#ffffff"),
-            self,
-            "Background colour",
-            QColorDialog.ColorDialogOption.ShowAlphaChannel,
-        )
-        if color.isValid():
-            # Qt writes #AARRGGBB; the engine reads #RRGGBBAA.
-            rgb = color.name(QColor.NameFormat.HexRgb)
-            self._emit(background=rgb if color.alpha() == 255 else f"{rgb}{color.alpha():02x}")

@@ -5,7 +5,7 @@ an empty window shows."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QPixmap, QTransform, QWheelEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -99,6 +99,10 @@ class ImageView(QGraphicsView):
             if size and size[0] > pixmap.width()
             else Qt.TransformationMode.SmoothTransformation
         )
+        if self._scene.sceneRect().size().toSize() != QSize(w, h):
+            # Another size (an export cropped or on a canvas, then the photo): a zoom and
+            # position chosen for the other picture would show an arbitrary part of it.
+            self._fit = True
         self._scene.setSceneRect(QRectF(0, 0, w, h))
         if self._fit:
             self.fit()
@@ -230,7 +234,10 @@ def _patch(item: QGraphicsPixmapItem, image: QImage, box: tuple[int, int, int, i
 
 
 class ViewLock:
-    """Keeps views on the same zoom and position: what one does, the others do."""
+    """Keeps views on the same zoom and position: what one does, the others do.
+
+    Only views showing pictures of one size follow each other: the same zoom and
+    position mean nothing on a picture of another size (a cropped export)."""
 
     def __init__(self, *views: ImageView) -> None:
         self.views = views
@@ -243,8 +250,9 @@ class ViewLock:
             return
         self._busy = True
         try:
+            size = source.sceneRect().size()
             for view in self.views:
-                if view is not source:
+                if view is not source and view.sceneRect().size() == size:
                     view.follow(source)
         finally:
             self._busy = False

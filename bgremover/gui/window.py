@@ -27,11 +27,13 @@ from PySide6.QtWidgets import (
     QButtonGroup,
     QDockWidget,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QMainWindow,
     QMenu,
     QMessageBox,
+    QScrollArea,
     QSplitter,
     QStackedWidget,
     QTabWidget,
@@ -225,9 +227,17 @@ class MainWindow(QMainWindow):
     def _build_settings_dock(self) -> None:
         self.panel = SettingsPanel(self.settings, self.store)
         self.panel.changed.connect(lambda changes: self._apply(**changes))
+        self.export_panel = self.panel.export
+        # The settings and the Export panel below them scroll when the window is short.
+        scroll = QScrollArea()
+        scroll.setWidget(self.panel)
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setMinimumWidth(self.panel.sizeHint().width() + 16)
         dock = QDockWidget("Settings", self)
         dock.setObjectName("settings")
-        dock.setWidget(self.panel)
+        dock.setWidget(scroll)
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
 
@@ -506,11 +516,13 @@ class MainWindow(QMainWindow):
         save_settings(self.settings)
         if self._batch_dialog is not None:
             self._batch_dialog.show_settings(self.settings)
-        self.panel.show_background(self.settings.background)
+        self.panel.show_settings(self.settings)
         if self.settings.engine() != before.engine():
             self.jobs.requeue_waiting()
-        if self.settings.engine() != before.engine() or (
-            self.settings.compose() != before.compose()
+        if (
+            self.settings.engine() != before.engine()
+            or self.settings.compose() != before.compose()
+            or self.settings.output_format != before.output_format
         ):
             self._request_current()
             self._show_current()
@@ -828,7 +840,8 @@ class MainWindow(QMainWindow):
             self._show_zoom()
             r = p.result
             settings = self.settings
-            stale = p.stage_for(settings.engine(), settings.compose()) is not None
+            stale = p.stage_for(settings.engine(), settings.compose(), settings.output_format)
+            stale = stale is not None
             if entry.status in (Status.QUEUED, Status.PROCESSING):
                 note = f"\nBeing made again ({entry.status.value})…"
             else:
@@ -860,6 +873,11 @@ class MainWindow(QMainWindow):
         the view mode's picture (holding for the original: the photo alone).
         """
         overlay = self.edit_mode and self.act_overlay.isChecked()
+        output = p.output
+        if self.edit_mode and p.edit_output is not None:
+            # The edit tools draw in photo pixels: the output at the photo's frame, until
+            # edit mode ends and the export's frame (crop, canvas) returns.
+            output = p.edit_output
         if self._holding_original:
             if overlay and p.editor is not None:
                 # Before / after while editing: the model's mask, before the edits.
@@ -867,7 +885,7 @@ class MainWindow(QMainWindow):
             return p.original, None
         if overlay:
             return p.original, self._overlay(p, p.result.alpha)
-        return {"original": p.original, "output": p.output, "mask": p.mask}[self.view_mode], None
+        return {"original": p.original, "output": output, "mask": p.mask}[self.view_mode], None
 
     def _overlay(self, owner: object, alpha) -> QImage:
         """The overlay of ``alpha``, made once while ``owner`` (a result, an editor) stays."""
@@ -1029,6 +1047,11 @@ class MainWindow(QMainWindow):
         if isinstance(entry.source, Path) and path.resolve() == entry.source.resolve():
             show_error(self, "Not saved", f"{path} is the original photo; choose another name.")
             return None
+        problem = self.export_problem(fmt.name, mask_only)
+        if problem:
+            self.statusBar().showMessage(f"Not saved: {problem}", 10000)
+            show_error(self, "Not saved", f"{path.name} was not saved. {problem}")
+            return None
         if self.jobs.edits_busy(entry):
             # What is saved is what the edits asked for make: saved once they are applied.
             self.statusBar().showMessage(f"Saving {path.name} once the edits are applied…")
@@ -1068,6 +1091,17 @@ class MainWindow(QMainWindow):
             on_end=ended,
             after=pending,
         )
+
+    def export_problem(self, fmt: str, mask_only: bool = False) -> str:
+        """Why the export settings cannot be written as a ``fmt`` file, in words (what is
+        wrong and what to do); "" when they can."""
+        settings = replace(self.settings, output_format=fmt)
+        if mask_only:
+            settings = replace(settings, mask_only=True)
+        problem = settings.export_problem()
+        if problem is None:
+            return ""
+        return f"{problem.message} {problem.fix}".strip()
 
     def _up_to_date(self, entry: QueueEntry | None, verb: str):
         """For writing ``entry``'s output: the job bringing its result up to the settings
@@ -1286,6 +1320,10 @@ class MainWindow(QMainWindow):
         assert dialog is not None
         if self._batch_job is not None:
             return None  # one batch at a time; Start is disabled while one runs
+        problem = self.export_problem(self.settings.output_format)
+        if problem:
+            show_error(dialog, "Batch not started", f"The batch was not started. {problem}")
+            return None
         options, config = self.settings.compose(), self.settings.engine()
         edits = tuple(
             (e.source.resolve(), e.edits)

@@ -15,16 +15,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from PySide6.QtGui import QImage
 
 from ..batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
 from ..comparison import PrecisionComparison, compare_precisions
-from ..compose import ComposeOptions
+from ..compose import ComposeOptions, Length
 from ..edit import Box, Editor, Edits, Operation
 from ..errors import EditsError
 from ..imaging import LoadedImage
 from ..models import DownloadCancelled, ModelStore
-from ..output import SourceRecord, write_output
+from ..output import FORMATS, SourceRecord, encoded_preview, write_output
 from ..pipeline import EngineConfig, Remover, Result, TaskProgress
 from ..plan import plan_batch
 from ..report import DEFAULT_HEAT_SCALE, heatmap
@@ -50,7 +51,9 @@ class Processed:
     """A finished image, with display-ready images made off the GUI thread.
 
     ``output`` is what Save writes for these settings: the cutout, on its background
-    or as the mask, decontaminated or not, per ``options``.
+    or as the mask, decontaminated or not, cropped, on a canvas... per ``options``, and
+    as a file of format ``fmt`` holds it (a lossy format's encoded pixels, decoded).
+    ``pixels`` is that image as an array (straight RGBA, RGB or grey).
     """
 
     result: Result
@@ -60,21 +63,52 @@ class Processed:
     output: QImage
     mask: QImage
     thumb: QImage
+    #: The output format the preview was encoded for (lossy formats change pixels).
+    fmt: str = "png"
+    pixels: Any = field(default=None, compare=False, repr=False)
+    #: What edit mode shows for the output: the output at the photo's size and frame,
+    #: not encoded (the edit tools draw in photo pixels); None when it is ``output``.
+    edit_output: QImage | None = field(default=None, compare=False, repr=False)
     #: The user's edits being made on this result (full-size, with exact undo), and the
     #: model it calls for box edits; None until the first edit.
     editor: Editor | None = field(default=None, compare=False, repr=False)
     segmenter: ModelSegmenter | None = field(default=None, compare=False, repr=False)
 
-    def stage_for(self, config: EngineConfig, options: ComposeOptions) -> str | None:
+    def stage_for(
+        self, config: EngineConfig, options: ComposeOptions, fmt: str = "png"
+    ) -> str | None:
         """The first stage that must run again for these settings: "infer" (another model,
-        precision, provider or threads), "refine", "compose", or None (up to date)."""
+        precision, provider or threads), "refine", "compose" (other export options or
+        format), or None (up to date)."""
         if replace(config, refine=self.config.refine) != self.config:
             return "infer"
         if config.refine != self.config.refine:
             return "refine"
-        if options != self.options:
+        if options != self.options or fmt != self.fmt:
             return "compose"
         return None
+
+
+def photo_framed(options: ComposeOptions) -> ComposeOptions:
+    """``options`` at the photo's size and frame: no crop, canvas or size limit."""
+    return replace(options, crop=False, canvas=None, aspect=None, max_size=None, margin=Length())
+
+
+def output_images(
+    result: Result, options: ComposeOptions, fmt: str
+) -> tuple[np.ndarray, QImage, QImage | None]:
+    """The output's pixels as Save writes them in ``fmt``, their display image, and the
+    photo-framed, unencoded display image edit mode shows (None when they are the same)."""
+    composed = result.compose_array(options)
+    writable = composed.ndim == 2 or composed.shape[2] != 4 or FORMATS[fmt].alpha
+    # A format that cannot hold the output (JPEG and transparency) writes nothing: the
+    # Export panel says so, and the view shows the output as composed.
+    pixels = encoded_preview(composed, fmt, options) if writable else composed
+    framed = photo_framed(options)
+    if framed == options and pixels is composed:
+        return pixels, to_display(pixels), None
+    plain = composed if framed == options else result.compose_array(framed)
+    return pixels, to_display(pixels), to_display(plain)
 
 
 class ModelSegmenter:
@@ -125,19 +159,24 @@ def processed(
     earlier: Processed | None = None,
     editor: Editor | None = None,
     segmenter: ModelSegmenter | None = None,
+    fmt: str = "png",
 ) -> Processed:
     """Display images for ``result``; those of ``earlier`` (the same photo) that still hold
     are reused: the original always, the mask and thumbnail when the alpha is the same."""
     rgb, alpha = result.image.rgb, result.alpha
     kept = earlier if earlier is not None and earlier.result.alpha is alpha else None
+    pixels, output, edit_output = output_images(result, options, fmt)
     return Processed(
         result,
         config,
         options,
         original=earlier.original if earlier is not None else to_display(rgb),
-        output=to_display(result.compose_array(options)),
+        output=output,
         mask=kept.mask if kept is not None else to_qimage(alpha),
         thumb=kept.thumb if kept is not None else thumbnail(rgb, alpha),
+        fmt=fmt,
+        pixels=pixels,
+        edit_output=edit_output,
         editor=editor,
         segmenter=segmenter,
     )
@@ -187,10 +226,13 @@ def apply_edit(
     if box is None:
         return Edited(replace(earlier, result=result, editor=editor, segmenter=segmenter), None)
     rgb, alpha = result.image.rgb, result.alpha
+    pixels, output, edit_output = output_images(result, earlier.options, earlier.fmt)
     done = replace(
         earlier,
         result=result,
-        output=to_display(result.compose_array(earlier.options)),
+        output=output,
+        pixels=pixels,
+        edit_output=edit_output,
         mask=to_qimage(alpha),
         thumb=thumbnail(rgb, alpha),
         editor=editor,
@@ -283,19 +325,21 @@ class Worker:
         config: EngineConfig,
         options: ComposeOptions,
         edits: Edits | None = None,
+        fmt: str = "png",
     ) -> Processed:
-        """The result of ``source``, with the user's ``edits`` (if any) replayed on it."""
+        """The result of ``source``, with the user's ``edits`` (if any) replayed on it,
+        previewed as a ``fmt`` file."""
         remover = self.remover(ctx, config)
         remover.load()
         ctx.token.check()  # withdrawn while the model was prepared
         result = remover.remove(source)
         ctx.token.check()
         if not edits:
-            return processed(result, config, options)
+            return processed(result, config, options, fmt=fmt)
         editor, segmenter = start_editor(result, config.refine, edits, remover)
         ctx.token.check()
         result = result.with_edited_alpha(editor.alpha)
-        return processed(result, config, options, editor=editor, segmenter=segmenter)
+        return processed(result, config, options, editor=editor, segmenter=segmenter, fmt=fmt)
 
     def compare(self, ctx: JobContext, source: Source, config: EngineConfig) -> Compared:
         fp32 = self.remover(ctx, replace(config, precision="fp32"))
@@ -375,6 +419,7 @@ def restage(
     options: ComposeOptions,
     edits: Edits | None = None,
     remover: Remover | None = None,
+    fmt: str = "png",
 ) -> Processed:
     """``earlier`` brought up to new settings that need no inference: the alpha refined
     again when refinement changed (the user's ``edits`` replayed on the new mask, with
@@ -389,7 +434,7 @@ def restage(
             editor, segmenter = start_editor(result, config.refine, edits, remover)
             result = result.with_edited_alpha(editor.alpha)
         ctx.token.check()
-    return processed(result, config, options, earlier, editor, segmenter)
+    return processed(result, config, options, earlier, editor, segmenter, fmt)
 
 
 def save(ctx: JobContext, result: Result, options: ComposeOptions, path: Path, fmt: str) -> Saved:

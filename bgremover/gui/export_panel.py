@@ -1,0 +1,619 @@
+"""The Export panel: what the saved file looks like (preset, background, framing,
+effects) and how it is encoded, with one signal saying which settings changed.
+
+Its fields are the :class:`~bgremover.gui.settings.Settings` export fields, spelled as
+presets and the command line spell them, so a preset chosen here, one saved from here
+and the command line's flags are read by the same code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QDragEnterEvent, QDropEvent, QIcon, QPainter, QPixmap
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QColorDialog,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QSpinBox,
+    QToolButton,
+    QWidget,
+)
+
+from ..compose import DEFAULT_QUALITY, parse_blur, parse_canvas, parse_length, parse_outline
+from ..errors import UsageError
+from ..imaging import IMAGE_EXTENSIONS, is_image_name
+from ..output import FORMATS
+from ..presets import BUILTIN, Preset, load_presets, options_from, save_preset, values_of
+from .settings import Settings, color_text, export_fields
+
+#: The background choices offered at once ("" is transparent); any other colour
+#: through "Other colour…".
+BACKGROUNDS = {"": "Transparent", "#ffffff": "White", "#000000": "Black"}
+#: The data of the background box's items that open a dialog or are no colour.
+CHOOSE_COLOUR = "choose"
+BLUR = "blur"
+IMAGE = "image"
+CHOOSE_IMAGE = "choose-image"
+#: The canvas choices: keep the photo's frame, an aspect ratio, or a size of one's own.
+CANVASES = {"": "Keep", "1:1": "1:1 square", "4:5": "4:5 portrait", "3:2": "3:2", "16:9": "16:9"}
+CANVAS_SIZE = "size"
+FIT_LABELS = {
+    "fill": "Fill (cut to cover)",
+    "fit": "Fit (whole image, bars)",
+    "stretch": "Stretch",
+}
+POSITION_LABELS = {"center": "Centre", "bottom": "Bottom (standing)"}
+#: The preset box's item when the options are no preset's.
+CUSTOM = ""
+
+
+def colour_swatch(colour: str, size: int = 16) -> QIcon:
+    """A small square of ``colour``; a checkerboard for transparent ("")."""
+    pixmap = QPixmap(size, size)
+    pixmap.fill(QColor(245, 245, 245))
+    painter = QPainter(pixmap)
+    if colour:
+        painter.fillRect(0, 0, size, size, qcolor(colour))
+    else:
+        half = size // 2
+        painter.fillRect(0, 0, half, half, QColor(204, 204, 204))
+        painter.fillRect(half, half, half, half, QColor(204, 204, 204))
+    painter.setPen(QColor(128, 128, 128))
+    painter.drawRect(0, 0, size - 1, size - 1)
+    painter.end()
+    return QIcon(pixmap)
+
+
+def qcolor(colour: str) -> QColor:
+    """A settings colour ("#rrggbb" or "#rrggbbaa") as a QColor (Qt reads #aarrggbb)."""
+    text = colour_or_white(colour)
+    color = QColor(text[:7])
+    if len(text) == 9:
+        color.setAlpha(int(text[7:9], 16))
+    return color
+
+
+def colour_or_white(colour: str) -> str:
+    try:
+        return color_text(colour)
+    except UsageError:
+        return "#ffffff"
+
+
+def colour_name(color: QColor) -> str:
+    """A QColor as the settings keep colours."""
+    rgb = color.name(QColor.NameFormat.HexRgb)
+    return rgb if color.alpha() == 255 else f"{rgb}{color.alpha():02x}"
+
+
+def select_data(box: QComboBox, value: object) -> None:
+    """Select the item whose data is ``value`` (the first item when there is none)."""
+    box.setCurrentIndex(max(box.findData(value), 0))
+
+
+def dropped_image(event: QDragEnterEvent | QDropEvent) -> Path | None:
+    """The one local image file being dragged, if that is what it is."""
+    urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+    if len(urls) != 1 or not urls[0].isLocalFile():
+        return None
+    path = Path(urls[0].toLocalFile())
+    return path if path.is_file() and is_image_name(path) else None
+
+
+def matching_preset(settings: Settings, presets: dict[str, Preset]) -> str:
+    """The preset whose options the settings have (the one chosen last first); "" none."""
+    try:
+        mine = options_from(settings.values())[0]
+    except UsageError:
+        return CUSTOM
+    names = sorted(presets, key=lambda n: n != settings.preset)
+    for name in names:
+        options, fmt = options_from(presets[name].values)
+        if options == mine and (fmt or settings.output_format) == settings.output_format:
+            return name
+    return CUSTOM
+
+
+class ExportPanel(QGroupBox):
+    """Preset, background, crop and canvas, effects, format: what Save writes.
+
+    ``changed`` carries a dict of the settings the user changed (field -> new value);
+    the panel never applies or saves them itself. The window shows it the settings it
+    applied with :meth:`show_settings`. An image file dropped on the panel becomes the
+    background.
+    """
+
+    changed = Signal(dict)
+
+    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+        super().__init__("Export", parent)
+        self.setAcceptDrops(True)
+        self._settings = settings
+        self.presets: dict[str, Preset] = {}
+        self.preset_problem = ""
+
+        self.preset_box = QComboBox()
+        self.preset_box.setToolTip(
+            "Ready-made export settings (yours too). Choosing one sets every option below."
+        )
+        self.preset_box.activated.connect(self._preset_chosen)
+        self.save_preset_button = QPushButton("Save as Preset…")
+        self.save_preset_button.setToolTip("Keep the options below under a name of your own")
+        self.save_preset_button.clicked.connect(lambda: self.save_as_preset())
+
+        self.background_box = QComboBox()
+        self.background_box.setToolTip(
+            "What the cutout is put on, in the view and in the file. You can also drop an "
+            "image file here to use it as the background."
+        )
+        for colour, label in BACKGROUNDS.items():
+            self.background_box.addItem(colour_swatch(colour), label, colour)
+        self.background_box.addItem("Other colour…", CHOOSE_COLOUR)
+        self.background_box.addItem("Blur of the photo", BLUR)
+        self.background_box.addItem("Image…", CHOOSE_IMAGE)
+        self.background_box.activated.connect(self._background_chosen)
+        self.blur_spin = QDoubleSpinBox()
+        self.blur_spin.setRange(0.1, 20.0)
+        self.blur_spin.setSingleStep(0.5)
+        self.blur_spin.setDecimals(1)
+        self.blur_spin.setToolTip("How strongly the photo's own background is blurred (1: a bit)")
+        self.blur_spin.valueChanged.connect(lambda v: self._emit(background=f"blur:{v:g}"))
+        self.fit_box = QComboBox()
+        for fit, label in FIT_LABELS.items():
+            self.fit_box.addItem(label, fit)
+        self.fit_box.setToolTip(
+            "How the background image covers the output: cut to fill it, shown whole with "
+            "bars of the colour, or stretched"
+        )
+        self.fit_box.currentIndexChanged.connect(
+            lambda: self._emit(background_fit=self.fit_box.currentData())
+        )
+
+        self.crop_box = QCheckBox("Crop to subject")
+        self.crop_box.setToolTip("Cut the picture down to the subject, plus the margin")
+        self.crop_box.toggled.connect(lambda v: self._emit(crop=v))
+        self.margin_spin = QDoubleSpinBox()
+        self.margin_spin.setRange(0, 5000)
+        self.margin_spin.setDecimals(1)
+        self.margin_spin.setToolTip(
+            "Free space around the subject when cropping or on a canvas (needs one of them)"
+        )
+        self.margin_unit = QComboBox()
+        self.margin_unit.addItem("px", "px")
+        self.margin_unit.addItem("%", "%")
+        self.margin_unit.setToolTip("Pixels, or percent of the subject's size (of the canvas's)")
+        self.margin_spin.valueChanged.connect(lambda: self._emit(margin=self._margin_text()))
+        self.margin_unit.currentIndexChanged.connect(lambda: self._emit(margin=self._margin_text()))
+
+        self.canvas_box = QComboBox()
+        for canvas, label in CANVASES.items():
+            self.canvas_box.addItem(label, canvas)
+        self.canvas_box.addItem("Size…", CANVAS_SIZE)
+        self.canvas_box.setToolTip(
+            "The picture's shape: the photo's own, a ratio (as small as holds the subject), "
+            "or an exact size in pixels"
+        )
+        self.canvas_box.activated.connect(self._canvas_chosen)
+        self.canvas_w = QSpinBox()
+        self.canvas_h = QSpinBox()
+        for spin, what in ((self.canvas_w, "width"), (self.canvas_h, "height")):
+            spin.setRange(16, 30000)
+            spin.setValue(2000)
+            spin.setSuffix(" px")
+            spin.setToolTip(f"The canvas's {what} in pixels")
+            spin.editingFinished.connect(self._canvas_size_changed)
+        self.position_box = QComboBox()
+        for position, label in POSITION_LABELS.items():
+            self.position_box.addItem(label, position)
+        self.position_box.setToolTip(
+            "Where the subject sits on a canvas: in the middle, or standing on the bottom "
+            "margin (products)"
+        )
+        self.position_box.currentIndexChanged.connect(
+            lambda: self._emit(position=self.position_box.currentData())
+        )
+        self.max_size_spin = QSpinBox()
+        self.max_size_spin.setRange(0, 30000)
+        self.max_size_spin.setSingleStep(100)
+        self.max_size_spin.setSuffix(" px")
+        self.max_size_spin.setSpecialValueText("as it comes")
+        self.max_size_spin.setToolTip(
+            "Make the picture's longest side at most this many pixels (never larger)"
+        )
+        self.max_size_spin.editingFinished.connect(
+            lambda: self._emit(max_size=self.max_size_spin.value())
+        )
+
+        self.shadow_box = QCheckBox("Shadow")
+        self.shadow_box.setToolTip("A soft drop shadow under the subject")
+        self.shadow_box.toggled.connect(lambda v: self._emit(shadow=v))
+        self.outline_box = QCheckBox("Outline")
+        self.outline_box.setToolTip("A line around the subject, as on a sticker")
+        self.outline_box.toggled.connect(lambda: self._emit(outline=self._outline_text()))
+        self.outline_width = QSpinBox()
+        self.outline_width.setRange(1, 500)
+        self.outline_width.setValue(8)
+        self.outline_width.setSuffix(" px")
+        self.outline_width.setToolTip("How wide the outline is, in pixels of the picture")
+        self.outline_width.valueChanged.connect(lambda: self._emit(outline=self._outline_text()))
+        self.outline_colour = "#ffffff"
+        self.outline_button = QToolButton()
+        self.outline_button.setToolTip("The outline's colour")
+        self.outline_button.clicked.connect(self._choose_outline_colour)
+
+        self.format_box = QComboBox()
+        for fmt in FORMATS.values():
+            self.format_box.addItem(fmt.label, fmt.name)
+        self.format_box.setToolTip(
+            "The file type Save writes: PNG and TIFF keep every pixel; JPEG is small but has "
+            "no transparency; WebP is small, with transparency"
+        )
+        self.format_box.currentIndexChanged.connect(
+            lambda: self._emit(output_format=self.format_box.currentData())
+        )
+        self.quality_spin = QSpinBox()
+        self.quality_spin.setRange(0, 100)
+        self.quality_spin.setSpecialValueText("default")
+        self.quality_spin.setToolTip(
+            "JPEG and WebP quality, 1 (smallest file) to 100 (best); the view shows the result"
+        )
+        self.quality_spin.editingFinished.connect(
+            lambda: self._emit(quality=self.quality_spin.value())
+        )
+        self.lossless_box = QCheckBox("Lossless")
+        self.lossless_box.setToolTip("WebP without any loss: exact colours, larger files")
+        self.lossless_box.toggled.connect(lambda v: self._emit(lossless=v))
+        self.strip_box = QCheckBox("Strip metadata")
+        self.strip_box.setToolTip(
+            "Leave out the photo's EXIF data (camera, place, time); its colour profile stays"
+        )
+        self.strip_box.toggled.connect(lambda v: self._emit(strip_metadata=v))
+
+        self.problem_label = QLabel("")
+        self.problem_label.setWordWrap(True)
+        self.problem_label.setStyleSheet("color: #b00020;")
+        self.problem_label.setVisible(False)
+
+        form = QFormLayout(self)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.form = form
+        form.addRow("Preset:", self.preset_box)
+        form.addRow("", self.save_preset_button)
+        form.addRow("Background:", self.background_box)
+        form.addRow("Blur strength:", self.blur_spin)
+        form.addRow("Image fit:", self.fit_box)
+        form.addRow("", self.crop_box)
+        form.addRow("Margin:", _row(self.margin_spin, self.margin_unit))
+        form.addRow("Canvas:", self.canvas_box)
+        size_row = _row(self.canvas_w, QLabel("×"), self.canvas_h)
+        self._size_row = size_row
+        form.addRow("Size:", size_row)
+        form.addRow("Position:", self.position_box)
+        form.addRow("Longest side:", self.max_size_spin)
+        form.addRow("Effects:", _row(self.shadow_box, self.outline_box))
+        form.addRow("Outline:", _row(self.outline_width, self.outline_button))
+        form.addRow("Format:", self.format_box)
+        form.addRow("Quality:", _row(self.quality_spin, self.lossless_box))
+        form.addRow("", self.strip_box)
+        form.addRow(self.problem_label)
+
+        self.reload_presets()
+        self.show_settings(settings)
+
+    # -- what the user does ---------------------------------------------------------
+    def _emit(self, **changes: Any) -> None:
+        """One or more options set by hand: the preset is no longer the one chosen."""
+        changes.setdefault("preset", "")
+        self.changed.emit(changes)
+
+    def _margin_text(self) -> str:
+        value = self.margin_spin.value()
+        return f"{value:g}{self.margin_unit.currentData()}" if value else ""
+
+    def _outline_text(self) -> str:
+        if not self.outline_box.isChecked():
+            return ""
+        return f"{self.outline_width.value()}:{self.outline_colour}"
+
+    def _preset_chosen(self, index: int) -> None:
+        name = self.preset_box.itemData(index)
+        preset = self.presets.get(name)
+        if preset is None:
+            return  # "Custom": nothing to set
+        changes = export_fields(preset.values)
+        changes["preset"] = name
+        self.changed.emit(changes)
+
+    def save_as_preset(self, name: str | None = None) -> Path | None:
+        """Save the options shown as a user preset (asking its name); its file, or None."""
+        if name is None:
+            name, ok = QInputDialog.getText(
+                self,
+                "Save as Preset",
+                "Name (letters, digits, - _ .):",
+                text=self._settings.preset or "my-preset",
+            )
+            if not ok or not name.strip():
+                return None
+        settings = self._settings
+        try:
+            options = settings.compose(mask_only=False)
+            values = values_of(options, settings.output_format)
+            path = save_preset(name.strip(), values, "saved from the app")
+        except (UsageError, OSError) as exc:
+            message = getattr(exc, "message", str(exc))
+            fix = getattr(exc, "fix", "") or "Check the presets folder can be written."
+            QMessageBox.warning(
+                self, "Preset not saved", f"The preset could not be saved: {message}\n\n{fix}"
+            )
+            return None
+        self.reload_presets()
+        self.changed.emit({"preset": name.strip()})
+        return path
+
+    def _background_chosen(self, index: int) -> None:
+        chosen = self.background_box.itemData(index)
+        settings = self._settings
+        if chosen == CHOOSE_COLOUR:
+            self.show_settings(settings)  # unless a colour is chosen below
+            blurred = parse_blur_or_none(settings.background) is not None
+            start = "" if blurred else settings.background
+            color = QColorDialog.getColor(
+                qcolor(start or "#ffffff"),
+                self,
+                "Background colour",
+                QColorDialog.ColorDialogOption.ShowAlphaChannel,
+            )
+            if color.isValid():
+                self._emit(background=colour_name(color), background_image="")
+        elif chosen == BLUR:
+            self._emit(background=f"blur:{self.blur_spin.value():g}", background_image="")
+        elif chosen == CHOOSE_IMAGE:
+            self.show_settings(settings)
+            patterns = " ".join(f"*{e}" for e in sorted(IMAGE_EXTENSIONS))
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Background image", "", f"Images ({patterns})"
+            )
+            if path:
+                self.use_background_image(Path(path))
+        elif chosen == IMAGE:
+            pass  # the image already chosen
+        else:
+            self._emit(background=chosen, background_image="")
+
+    def use_background_image(self, path: Path) -> None:
+        """Put the cutout on the image file ``path`` (a colour stays for a fit's bars)."""
+        background = self._settings.background
+        keep = background if parse_blur_or_none(background) is None else ""
+        self._emit(background_image=str(path.resolve()), background=keep)
+
+    def _canvas_chosen(self, index: int) -> None:
+        chosen = self.canvas_box.itemData(index)
+        if chosen == CANVAS_SIZE:
+            self._emit(canvas=f"{self.canvas_w.value()}x{self.canvas_h.value()}")
+        else:
+            self._emit(canvas=chosen)
+
+    def _canvas_size_changed(self) -> None:
+        if self.canvas_box.currentData() == CANVAS_SIZE:
+            canvas = f"{self.canvas_w.value()}x{self.canvas_h.value()}"
+            if canvas != self._settings.canvas:
+                self._emit(canvas=canvas)
+
+    def _choose_outline_colour(self) -> None:
+        color = QColorDialog.getColor(qcolor(self.outline_colour), self, "Outline colour")
+        if color.isValid():
+            self.outline_colour = colour_name(color)
+            self.outline_box.setChecked(True)
+            self._emit(outline=self._outline_text())
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if dropped_image(event) is not None:
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        path = dropped_image(event)
+        if path is None:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        self.use_background_image(path)
+
+    # -- what the window tells the panel --------------------------------------------
+    def reload_presets(self) -> None:
+        """Read the presets again (built-in and the user's)."""
+        try:
+            self.presets = load_presets()
+            self.preset_problem = ""
+        except UsageError as exc:
+            self.presets = {  # the built-in ones
+                name: Preset(name, str(values["description"]), without_description(values))
+                for name, values in BUILTIN.items()
+            }
+            self.preset_problem = f"Your presets were not read: {exc.message} {exc.fix}".strip()
+        box = self.preset_box
+        box.blockSignals(True)
+        box.clear()
+        for name, preset in self.presets.items():
+            box.addItem(name, name)
+            tip = preset.description or preset.summary()
+            box.setItemData(box.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+        box.blockSignals(False)
+        self.show_settings(self._settings)
+
+    def show_settings(self, settings: Settings) -> None:
+        """Show ``settings`` without reporting a change, and what keeps them from being
+        written, if anything."""
+        self._settings = settings
+        widgets = [
+            self.preset_box,
+            self.background_box,
+            self.blur_spin,
+            self.fit_box,
+            self.crop_box,
+            self.margin_spin,
+            self.margin_unit,
+            self.canvas_box,
+            self.canvas_w,
+            self.canvas_h,
+            self.position_box,
+            self.max_size_spin,
+            self.shadow_box,
+            self.outline_box,
+            self.outline_width,
+            self.format_box,
+            self.quality_spin,
+            self.lossless_box,
+            self.strip_box,
+        ]
+        for widget in widgets:
+            widget.blockSignals(True)
+        try:
+            self._show(settings)
+        finally:
+            for widget in widgets:
+                widget.blockSignals(False)
+
+    def _show(self, s: Settings) -> None:
+        # Preset: the one the options are, else "Custom" (listed only then).
+        name = matching_preset(s, self.presets)
+        custom = self.preset_box.findData(CUSTOM)
+        if name == CUSTOM and custom < 0:
+            self.preset_box.insertItem(0, "Custom", CUSTOM)
+            self.preset_box.setItemData(
+                0, "Options set one by one, as no preset has them", Qt.ItemDataRole.ToolTipRole
+            )
+        elif name != CUSTOM and custom >= 0:
+            self.preset_box.removeItem(custom)
+        select_data(self.preset_box, name)
+
+        # Background: a colour (one of its own gets an item), the blur, or an image.
+        box = self.background_box
+        blur = parse_blur_or_none(s.background) is not None
+        image_item = box.findData(IMAGE)
+        if s.background_image:
+            label = f"Image: {Path(s.background_image).name}"
+            if image_item < 0:
+                box.insertItem(box.findData(CHOOSE_IMAGE), label, IMAGE)
+                image_item = box.findData(IMAGE)
+            box.setItemText(image_item, label)
+            box.setItemData(image_item, s.background_image, Qt.ItemDataRole.ToolTipRole)
+            box.setCurrentIndex(image_item)
+        else:
+            if image_item >= 0:
+                box.removeItem(image_item)
+            if blur:
+                select_data(box, BLUR)
+                strength = parse_blur_or_none(s.background)
+                self.blur_spin.setValue(strength if isinstance(strength, float) else 1.0)
+            else:
+                colour = colour_or_white(s.background) if s.background else ""
+                if box.findData(colour) < 0:
+                    custom_at = box.findData(CHOOSE_COLOUR)
+                    if box.itemData(custom_at - 1) not in BACKGROUNDS:
+                        box.removeItem(custom_at - 1)  # one colour of its own at a time
+                        custom_at -= 1
+                    box.insertItem(custom_at, colour_swatch(colour), colour, colour)
+                select_data(box, colour)
+        self.form.setRowVisible(self.blur_spin, blur and not s.background_image)
+        self.form.setRowVisible(self.fit_box, bool(s.background_image))
+        select_data(self.fit_box, s.background_fit)
+
+        self.crop_box.setChecked(s.crop)
+        try:
+            margin = parse_length(s.margin or "0")
+        except UsageError:
+            margin = parse_length("0")
+        self.margin_spin.setValue(margin.value)
+        select_data(self.margin_unit, "%" if margin.percent else "px")
+        framed = s.crop or bool(s.canvas)
+        self.margin_spin.setEnabled(framed)
+        self.margin_unit.setEnabled(framed)
+
+        size = None
+        with contextlib.suppress(UsageError):
+            size = parse_canvas(s.canvas)[0] if s.canvas else None
+        if size is not None:
+            select_data(self.canvas_box, CANVAS_SIZE)
+            self.canvas_w.setValue(size[0])
+            self.canvas_h.setValue(size[1])
+        elif self.canvas_box.findData(s.canvas) >= 0:
+            select_data(self.canvas_box, s.canvas)
+        else:
+            # A ratio the box does not list (from a preset of one's own): an item for it.
+            self.canvas_box.insertItem(self.canvas_box.count() - 1, s.canvas, s.canvas)
+            select_data(self.canvas_box, s.canvas)
+        self.form.setRowVisible(self._size_row, size is not None)
+        select_data(self.position_box, s.position)
+        self.position_box.setEnabled(bool(s.canvas))
+        self.max_size_spin.setValue(s.max_size)
+
+        self.shadow_box.setChecked(s.shadow)
+        self.outline_box.setChecked(bool(s.outline))
+        if s.outline:
+            try:
+                outline = parse_outline(s.outline)
+                self.outline_width.setValue(round(outline.width))
+                r, g, b, a = outline.color
+                self.outline_colour = f"#{r:02x}{g:02x}{b:02x}" + (f"{a:02x}" if a < 255 else "")
+            except UsageError:
+                pass
+        self.outline_button.setIcon(colour_swatch(self.outline_colour))
+        self.outline_width.setEnabled(bool(s.outline))
+        self.outline_button.setEnabled(True)
+
+        select_data(self.format_box, s.output_format)
+        lossy = s.output_format == "jpeg" or (s.output_format == "webp" and not s.lossless)
+        self.quality_spin.setEnabled(lossy)
+        self.quality_spin.setValue(s.quality)
+        default = DEFAULT_QUALITY.get(s.output_format)
+        self.quality_spin.setSpecialValueText(f"default ({default})" if default else "default")
+        self.lossless_box.setEnabled(s.output_format == "webp")
+        self.lossless_box.setChecked(s.lossless)
+        self.strip_box.setChecked(s.strip_metadata)
+
+        problem = s.export_problem()
+        lines = []
+        if problem is not None:
+            lines.append(f"Cannot be saved like this: {problem.message} {problem.fix}".strip())
+        if self.preset_problem:
+            lines.append(self.preset_problem)
+        self.problem_label.setText("\n".join(lines))
+        self.problem_label.setVisible(bool(lines))
+
+
+def parse_blur_or_none(text: str) -> float | None:
+    """The blur strength of a background setting; None when it is no blur (a colour...)."""
+    try:
+        return parse_blur(text) if text else None
+    except UsageError:
+        return 1.0
+
+
+def without_description(values: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in values.items() if key != "description"}
+
+
+def _row(*widgets: QWidget) -> QWidget:
+    row = QWidget()
+    lay = QHBoxLayout(row)
+    lay.setContentsMargins(0, 0, 0, 0)
+    for widget in widgets:
+        lay.addWidget(widget)
+    lay.addStretch(1)
+    return row

@@ -1,0 +1,223 @@
+"""The Export panel: presets, backgrounds, framing and formats, and a preview that is
+the file Save writes, pixel for pixel. Real widgets offscreen, the real worker threads
+and u2netp."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+pytest.importorskip("PySide6")
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QMessageBox
+
+from bgremover.gui.imageconv import qimage_to_rgba
+from bgremover.gui.settings import Settings, export_fields, load_settings, save_settings
+from bgremover.output import FORMATS
+from bgremover.presets import BUILTIN, load_presets, options_from
+
+from conftest import SAMPLE, is_job, make_window
+
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("isolated_settings")]
+WAIT_MS = 300_000
+
+
+@pytest.fixture(autouse=True)
+def own_presets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """User presets in a folder of the test's own."""
+    folder = tmp_path / "presets"
+    monkeypatch.setenv("BGREMOVER_PRESETS", str(folder))
+    return folder
+
+
+def settle(qtbot, window, change) -> None:
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        change()
+        window.jobs.check_settled()
+
+
+def process(qtbot, window, *paths: Path) -> None:
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.add_paths(list(paths))
+
+
+def choose_preset(window, name: str) -> None:
+    """What picking ``name`` in the preset box does."""
+    box = window.export_panel.preset_box
+    index = box.findData(name)
+    assert index >= 0, f"{name} is not offered"
+    box.setCurrentIndex(index)
+    box.activated.emit(index)
+
+
+def save_and_wait(qtbot, window, path: Path) -> None:
+    with qtbot.waitSignal(window.output.ended, timeout=WAIT_MS, check_params_cb=is_job("save")):
+        assert window.save_result(window.current_entry(), path) is not None
+
+
+def decoded(path: Path, like: np.ndarray) -> np.ndarray:
+    """The file's pixels in the layout of ``like`` (grey, RGB or RGBA)."""
+    mode = "L" if like.ndim == 2 else "RGBA" if like.shape[2] == 4 else "RGB"
+    with Image.open(path) as img:
+        return np.asarray(img.convert(mode))
+
+
+@pytest.mark.parametrize("name", list(BUILTIN))
+def test_each_builtin_preset_saves_what_the_view_shows(qtbot, u2netp_path, tmp_path, name):
+    window = make_window(qtbot)
+    process(qtbot, window, SAMPLE)
+    settle(qtbot, window, lambda: choose_preset(window, name))
+    entry = window.current_entry()
+    p = entry.processed
+    expected, fmt = options_from(load_presets()[name].values)
+    assert p.options == expected and p.fmt == fmt == window.settings.output_format
+    assert window.settings.preset == name
+    assert window.export_panel.preset_box.currentData() == name  # not "Custom"
+    # The Result view shows this processed output.
+    assert window.viewer._shown is not None and window.viewer._shown[0] == p.output.cacheKey()
+    path = tmp_path / f"{name}{FORMATS[fmt].extension}"
+    save_and_wait(qtbot, window, path)
+    saved = decoded(path, p.pixels)
+    assert saved.shape == p.pixels.shape
+    assert np.array_equal(saved, p.pixels)  # exactly the pixels shown
+    shown = qimage_to_rgba(window.viewer._item.pixmap().toImage())
+    assert shown.shape[:2] == saved.shape[:2]
+    if saved.ndim == 3 and saved.shape[2] == 3:  # opaque: the screen's pixels are exact
+        assert np.array_equal(shown[..., :3], saved)
+    if name == "product-white-square":
+        assert saved.shape == (2000, 2000, 3)
+        assert tuple(saved[5, 5]) == (255, 255, 255)
+    h, w = entry.processed.result.mask.shape
+    if expected.crop or expected.canvas:  # max_size never enlarges: the sample is small
+        assert saved.shape[:2] != (h, w)
+
+
+def test_the_changed_signal_carries_the_preset_fields(qtbot, u2netp_path) -> None:
+    window = make_window(qtbot)
+    with qtbot.waitSignal(window.export_panel.changed, timeout=WAIT_MS) as signal:
+        choose_preset(window, "product-white-square")
+    changes = signal.args[0]
+    assert changes["preset"] == "product-white-square"
+    assert changes["output_format"] == "jpeg" and changes["quality"] == 92
+    assert changes["background"] == "#ffffff" and changes["crop"] is True
+    assert changes["canvas"] == "2000x2000" and changes["margin"] == "5%"
+    assert changes["shadow"] is True
+    # The fields the preset does not name are reset to their defaults.
+    assert changes["outline"] == "" and changes["max_size"] == 0
+    assert window.settings.canvas == "2000x2000"
+    # A change by hand after it: the options are no preset's.
+    window.export_panel.canvas_box.setCurrentIndex(window.export_panel.canvas_box.findData(""))
+    window.export_panel.canvas_box.activated.emit(window.export_panel.canvas_box.currentIndex())
+    assert window.settings.canvas == "" and window.settings.preset == ""
+    assert window.export_panel.preset_box.currentText() == "Custom"
+
+
+def test_jpeg_with_transparency_is_explained_and_not_saved(qtbot, u2netp_path, tmp_path):
+    window = make_window(qtbot)
+    process(qtbot, window, SAMPLE)
+    panel = window.export_panel
+    settle(
+        qtbot, window, lambda: panel.format_box.setCurrentIndex(panel.format_box.findData("jpeg"))
+    )
+    assert window.settings.output_format == "jpeg" and window.settings.background == ""
+    assert panel.problem_label.isVisible()
+    assert "JPEG cannot keep transparency" in panel.problem_label.text()
+    assert "background" in panel.problem_label.text()  # and what to do
+    path = tmp_path / "out.jpg"
+    assert window.save_result(window.current_entry(), path) is None
+    assert not path.exists()
+    assert "Not saved" in window.statusBar().currentMessage()
+    boxes = [b for b in window.findChildren(QMessageBox) if b.isVisible()]
+    assert any("transparency" in b.text() for b in boxes)
+    # A background makes it writable, and the problem goes.
+    settle(qtbot, window, lambda: window._apply(background="#ffffff"))
+    assert not panel.problem_label.isVisible()
+    save_and_wait(qtbot, window, path)
+    assert path.exists()
+
+
+def test_an_image_dropped_on_the_panel_becomes_the_background(qtbot, u2netp_path, tmp_path):
+    window = make_window(qtbot)
+    backdrop = tmp_path / "backdrop.png"
+    Image.new("RGB", (64, 48), (10, 200, 30)).save(backdrop)
+    data = QMimeData()
+    data.setUrls([QUrl.fromLocalFile(str(backdrop))])
+    event = QDropEvent(
+        QPointF(20, 20),
+        Qt.DropAction.CopyAction,
+        data,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    window.export_panel.dropEvent(event)
+    assert event.isAccepted()
+    assert window.settings.background_image == str(backdrop.resolve())
+    assert window.settings.compose().background_image == str(backdrop.resolve())
+    assert window.export_panel.background_box.currentText() == "Image: backdrop.png"
+    assert len(window.queue) == 0  # the image is the background, not a photo to open
+    process(qtbot, window, SAMPLE)
+    p = window.current_entry().processed
+    assert tuple(p.pixels[0, 0][:3]) == (10, 200, 30)  # the sample's corner is background
+
+
+def test_a_preset_saved_in_the_panel_is_a_user_preset(qtbot, u2netp_path, own_presets):
+    window = make_window(qtbot)
+    window._apply(background="#000000", crop=True, margin="20px", output_format="webp")
+    path = window.export_panel.save_as_preset("dark-crop")
+    assert path is not None and path.parent == own_presets
+    presets = load_presets()
+    assert "dark-crop" in presets
+    options, fmt = options_from(presets["dark-crop"].values)
+    assert options == window.settings.compose() and fmt == "webp"
+    assert window.export_panel.preset_box.findData("dark-crop") >= 0
+    assert window.settings.preset == "dark-crop"
+    assert window.export_panel.preset_box.currentData() == "dark-crop"
+
+
+def test_edit_mode_shows_the_photo_frame_and_the_export_returns(qtbot, u2netp_path) -> None:
+    window = make_window(qtbot)
+    process(qtbot, window, SAMPLE)
+    settle(qtbot, window, lambda: choose_preset(window, "product-white-square"))
+    p = window.current_entry().processed
+    h, w = p.result.mask.shape
+    assert window.viewer.sceneRect().size().toSize().width() == 2000
+    window.act_overlay.setChecked(False)
+    window.set_edit_mode(True)
+    rect = window.viewer.sceneRect()
+    assert (round(rect.width()), round(rect.height())) == (w, h)  # the tools' coordinates
+    assert p.edit_output is not None and window.viewer._shown[0] == p.edit_output.cacheKey()
+    window.set_edit_mode(False)
+    assert window.viewer._shown[0] == p.output.cacheKey()
+    assert round(window.viewer.sceneRect().width()) == 2000
+
+
+def test_bad_stored_export_values_fall_back(qtbot) -> None:
+    save_settings(Settings())
+    from bgremover.gui.settings import qsettings
+
+    store = qsettings()
+    store.setValue("settings/canvas", "big")
+    store.setValue("settings/background_image", "/nowhere/at/all.png")
+    store.setValue("settings/output_format", "gif")
+    store.setValue("settings/crop", "true")
+    store.setValue("settings/margin", "lots")
+    store.sync()
+    loaded = load_settings()
+    assert loaded.canvas == "" and loaded.background_image == ""
+    assert loaded.output_format == "png" and loaded.margin == ""
+    assert loaded.crop is True  # the good ones are kept
+    assert loaded.compose().crop
+
+
+def test_preset_fields_round_trip() -> None:
+    for name, values in BUILTIN.items():
+        fields = export_fields({k: v for k, v in values.items() if k != "description"})
+        settings = Settings(**fields)
+        assert (
+            options_from(settings.values())[0]
+            == options_from({k: v for k, v in values.items() if k != "description"})[0]
+        ), name
