@@ -422,6 +422,8 @@ def place(plane: np.ndarray, lay: Layout, replicate: bool = False, factor: float
     scale = lay.scale / factor
     if factor == 1.0 and lay.is_whole(width, height):
         return plane
+    if factor == 1.0 and scale == 1.0 and not replicate:
+        return _shifted_rows(plane, lay)(0, out_h)
     # The photo's whole pixels that show, and where they land.
     sx0, sy0 = max(0, math.floor(x0)), max(0, math.floor(y0))
     sx1 = min(width, math.ceil(x0 + out_w / scale))
@@ -451,6 +453,60 @@ def place(plane: np.ndarray, lay: Layout, replicate: bool = False, factor: float
     border = cv2.BORDER_REPLICATE if replicate else cv2.BORDER_CONSTANT
     out = cv2.copyMakeBorder(region, top, bottom, left, right, border, value=0)
     return out.reshape(shape)
+
+
+def placed_rows(plane: np.ndarray, lay: Layout):
+    """``place(plane, lay)`` a strip at a time: ``rows(y, z)`` gives the output's rows
+    y to z. At scale 1 (a crop, a margin) they are cut from the photo as they are asked
+    for, so no output-sized copy of a 12-megapixel photo is made; scaled, the placed
+    plane is made once (it is then at most the canvas's size)."""
+    height, width = plane.shape[:2]
+    if lay.is_whole(width, height):
+        return lambda y, z: plane[y:z]
+    if lay.scale == 1.0:
+        return _shifted_rows(plane, lay)
+    placed = place(plane, lay)
+    return lambda y, z: placed[y:z]
+
+
+def _shifted_rows(plane: np.ndarray, lay: Layout):
+    """Rows of ``plane`` moved by the layout's offset (rounded to the pixel), scale 1."""
+    height, width = plane.shape[:2]
+    out_w = lay.size[0]
+    sx, sy = math.floor(lay.box[0] + 0.5), math.floor(lay.box[1] + 0.5)
+    xs0, xs1 = max(0, sx), min(width, sx + out_w)
+
+    def rows(y: int, z: int) -> np.ndarray:
+        ys0, ys1 = max(0, y + sy), min(height, z + sy)
+        if ys1 - ys0 == z - y and (xs0, xs1) == (sx, sx + out_w):
+            return plane[ys0:ys1, xs0:xs1]  # inside the photo: a view
+        out = np.zeros((z - y, out_w, *plane.shape[2:]), plane.dtype)
+        if ys1 > ys0 and xs1 > xs0:
+            out[ys0 - y - sy : ys1 - y - sy, xs0 - sx : xs1 - sx] = plane[ys0:ys1, xs0:xs1]
+        return out
+
+    return rows
+
+
+def warped_rows(small: np.ndarray, lay: Layout, factor: float):
+    """A small plane (the photo at ``factor`` of its size) enlarged onto the output a
+    strip at a time, reaching to the canvas's edges (linear: it is smooth)."""
+    out_w = lay.size[0]
+    step = factor / lay.scale  # small pixels per output pixel
+    x0 = (lay.box[0] + 0.5 / lay.scale) * factor - 0.5
+    y0 = (lay.box[1] + 0.5 / lay.scale) * factor - 0.5
+
+    def rows(y: int, z: int) -> np.ndarray:
+        matrix = np.array([[step, 0.0, x0], [0.0, step, y0 + y * step]], np.float64)
+        return cv2.warpAffine(
+            small,
+            matrix,
+            (out_w, z - y),
+            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+            borderMode=cv2.BORDER_REPLICATE,
+        )
+
+    return rows
 
 
 # -- Layers --------------------------------------------------------------------------
@@ -718,20 +774,21 @@ def compose_strips(
     """The output for ``options``, in strips of ``rows`` rows.
 
     Each strip is composed when it is asked for, so a whole 12-megapixel cutout
-    (48 MB) never exists at once when the strips go straight into the PNG writer;
-    the layers that need the whole image (a blur, a shadow) are uint8 planes at the
-    output's size.
+    (48 MB) never exists at once when the strips go straight into the PNG writer: the
+    photo's colour and a blurred background are made a strip at a time; what needs
+    the whole image (the alpha on the output, a shadow, an outline) is a uint8 plane.
     """
     lay = layout(alpha, options)
     width, height = lay.size
     placed = _placed_alpha(alpha, lay, options)
     if options.mask_only:
         return Composed(width, height, 1, _rows(rows, height, lambda y, z: placed[y:z]))
-    fg = place(rgb, lay)
+    fg = placed_rows(rgb, lay)
     if options.decontaminate:
         from .refine import estimate_foreground
 
-        fg = estimate_foreground(fg, placed)
+        whole = estimate_foreground(fg(0, height), placed)
+        fg = lambda y, z: whole[y:z]  # noqa: E731
     channels = options.channels
     if not options.layered:
         colour = options.background
@@ -740,13 +797,13 @@ def compose_strips(
                 width,
                 height,
                 4,
-                _rows(rows, height, lambda y, z: cutout(fg[y:z], placed[y:z])),
+                _rows(rows, height, lambda y, z: cutout(fg(y, z), placed[y:z])),
             )
         return Composed(
             width,
             height,
             channels,
-            _rows(rows, height, lambda y, z: over_background(fg[y:z], placed[y:z], colour)),
+            _rows(rows, height, lambda y, z: over_background(fg(y, z), placed[y:z], colour)),
         )
     layers: list[tuple[object, object]] = []  # bottom first; arrays are output-sized
     if options.background is not None:
@@ -756,8 +813,7 @@ def compose_strips(
         layers.append(fitted(image.rgb, image.alpha, lay.size, options.background_fit))
     if options.blur is not None:
         small = blurred_background(rgb, alpha, options.blur)
-        factor = small.shape[1] / alpha.shape[1]
-        layers.append((place(small, lay, replicate=True, factor=factor), 255))
+        layers.append((warped_rows(small, lay, small.shape[1] / alpha.shape[1]), 255))
     silhouette = placed
     outline = None
     if options.outline is not None:
@@ -791,13 +847,20 @@ def _placed_alpha(alpha: np.ndarray, lay: Layout, options: ComposeOptions) -> np
     box = subject_box(alpha) if options.crop else None
     if box is None:
         return placed
+    height, width = placed.shape
     x0, y0 = lay.to_output(box[0], box[1])
     x1, y1 = lay.to_output(box[2], box[3])
-    keep = np.zeros_like(placed)
-    ys = slice(max(0, math.floor(y0 + 1e-6)), math.ceil(y1 - 1e-6))
-    xs = slice(max(0, math.floor(x0 + 1e-6)), math.ceil(x1 - 1e-6))
-    keep[ys, xs] = placed[ys, xs]
-    return keep
+    top, left = max(0, math.floor(y0 + 1e-6)), max(0, math.floor(x0 + 1e-6))
+    bottom, right = min(height, math.ceil(y1 - 1e-6)), min(width, math.ceil(x1 - 1e-6))
+    if (top, left, bottom, right) == (0, 0, height, width):
+        return placed
+    if np.shares_memory(placed, alpha):
+        placed = placed.copy()  # never change the caller's alpha
+    placed[:top] = 0
+    placed[bottom:] = 0
+    placed[:, :left] = 0
+    placed[:, right:] = 0
+    return placed
 
 
 def _rows(rows: int, height: int, make) -> Iterator[np.ndarray]:
@@ -805,6 +868,9 @@ def _rows(rows: int, height: int, make) -> Iterator[np.ndarray]:
 
 
 def _rows_of(value, y: int, z: int):
+    """Rows y to z of a layer's part: a plane, a function of the rows, or a constant."""
+    if callable(value):
+        return np.ascontiguousarray(value(y, z))
     return value[y:z] if isinstance(value, np.ndarray) and value.ndim >= 2 else value
 
 

@@ -378,3 +378,17 @@ def test_backgrounds_as_spelled_on_the_command_line(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="Not a shadow"):
         options_from({"shadow": "soft-ish"})
     assert options_from({"shadow": "opacity=0.8,dy=0.05"})[0].shadow == Shadow(dy=0.05, opacity=0.8)
+
+
+def test_composing_never_changes_the_callers_arrays() -> None:
+    rgb, alpha = _scene()
+    alpha[0, 0] = 5  # faint haze outside the subject's box, which crop clears
+    before = rgb.copy(), alpha.copy()
+    for options in (
+        ComposeOptions(crop=True),
+        ComposeOptions(crop=True, margin=Length(3), background=WHITE, shadow=Shadow()),
+        ComposeOptions(crop=True, decontaminate=True, blur=1.0),
+    ):
+        compose_array(rgb, alpha, options)
+        np.testing.assert_array_equal(rgb, before[0])
+        np.testing.assert_array_equal(alpha, before[1])
