@@ -251,6 +251,14 @@ def build_parser() -> argparse.ArgumentParser:
         "to redo an output that exists)",
     )
     rm.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run the batch on a Ray cluster (the `ray` extra): `--ray` starts one on this "
+        "machine, `--ray ADDRESS` joins one (ray://host:10001, or auto)",
+    )
+    rm.add_argument(
         "--max-megapixels",
         type=float,
         default=None,
@@ -330,6 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--threads", type=int, default=0, help="ONNX Runtime threads (0 = one per physical core)"
     )
+
+    _serve_arguments(command)
 
     bench = command(
         "bench",
@@ -432,6 +442,62 @@ def _export_arguments(rm: argparse.ArgumentParser) -> None:
     )
 
 
+def _serve_arguments(command) -> None:
+    """``bgremover serve``: the HTTP API (bgremover/serve.py; the ``serve`` extra)."""
+    serve = command(
+        "serve",
+        help="an HTTP API (remove.bg-compatible) on this machine",
+        description="Serve cutouts over HTTP: POST /v1.0/removebg (remove.bg's API, for the "
+        "parameters bgremover supports), POST /api/remove, GET /healthz, GET /metrics.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=5000, help="port to listen on")
+    serve.add_argument(
+        "--api-key",
+        default=None,
+        help="key clients must send (X-Api-Key); default $BGREMOVER_API_KEY; required "
+        "when listening on anything but loopback",
+    )
+    serve.add_argument("-m", "--model", default=DEFAULT_MODEL, help="model name or .onnx path")
+    serve.add_argument("-p", "--precision", choices=PRECISIONS, default=PRECISIONS[0])
+    serve.add_argument("--no-refine", dest="refine", action="store_false")
+    serve.add_argument("--providers", default="auto")
+    serve.add_argument(
+        "--threads", type=int, default=0, help="ONNX Runtime threads (0 = one per physical core)"
+    )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="threads that run the engine (decode, finish, encode; one inference at a "
+        "time); 0 = one per core, at most 4, plus one",
+    )
+    serve.add_argument(
+        "--queue",
+        type=int,
+        default=16,
+        help="requests that may wait for a worker; more get 429 (default 16)",
+    )
+    serve.add_argument(
+        "--max-body-mb",
+        type=float,
+        default=25.0,
+        help="largest request body in megabytes; larger gets 413 (default 25)",
+    )
+    serve.add_argument(
+        "--max-megapixels",
+        type=float,
+        default=None,
+        help="largest image; larger gets 413 (default 250, or $BGREMOVER_MAX_MEGAPIXELS)",
+    )
+    serve.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds a request may take, upload and processing (default 120)",
+    )
+
+
 def export_values(args: argparse.Namespace) -> dict:
     """The export options given on the command line, spelled as presets spell them."""
     values: dict = {}
@@ -484,6 +550,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_bench(args, TerminalProgress(enabled=not args.quiet))
         if args.command == "presets":
             return cmd_presets(args)
+        if args.command == "serve":
+            from .serve import cmd_serve
+
+            return cmd_serve(args)
         if args.command == "models":
             if args.models_command == "list":
                 return cmd_models_list(args)
@@ -661,6 +731,11 @@ def cmd_remove(args: argparse.Namespace) -> int:
     for reason in info.fallbacks:
         _err(f"bgremover: provider fallback: {reason}")
     log.info("Model %s on %s", remover.spec.name, ", ".join(info.active))
+
+    if args.ray is not None:
+        from .distributed import cmd_remove_ray
+
+        return cmd_remove_ray(args, jobs, plan.problems, config, options, fmt)
 
     start = time.monotonic()
     finished: BatchFinished | None = None
