@@ -80,12 +80,22 @@ def settings_summary(settings: Settings) -> str:
     model = settings.model if settings.model in REGISTRY else Path(settings.model).name
     fmt = FORMATS.get(settings.output_format)
     parts = [model, settings.precision, f"{fmt.label if fmt else settings.output_format} files"]
+    if settings.preset:
+        parts.append(f"preset {settings.preset}")
     if settings.mask_only:
         parts.append("masks only (greyscale)")
+    elif settings.background_image:
+        parts.append(f"background image {Path(settings.background_image).name}")
+    elif settings.background.startswith("blur"):
+        parts.append("blurred background")
     elif settings.background:
         parts.append(f"background {settings.background}")
     else:
         parts.append("transparent background")
+    if settings.crop:
+        parts.append("cropped to the subject")
+    if settings.canvas:
+        parts.append(f"canvas {settings.canvas}")
     if not settings.refine:
         parts.append("edges not refined")
     if settings.decontaminate and not settings.mask_only:

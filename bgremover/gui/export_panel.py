@@ -304,7 +304,7 @@ class ExportPanel(QGroupBox):
         form.addRow("Position:", self.position_box)
         form.addRow("Longest side:", self.max_size_spin)
         form.addRow("Effects:", _row(self.shadow_box, self.outline_box))
-        form.addRow("Outline:", _row(self.outline_width, self.outline_button))
+        form.addRow("Outline style:", _row(self.outline_width, self.outline_button))
         form.addRow("Format:", self.format_box)
         form.addRow("Quality:", _row(self.quality_spin, self.lossless_box))
         form.addRow("", self.strip_box)

@@ -1023,6 +1023,11 @@ class MainWindow(QMainWindow):
                 if answer != QMessageBox.StandardButton.Yes:
                     start = str(target)
                     continue
+            chosen_fmt = format_for_path(target)
+            if not mask_only and chosen_fmt and chosen_fmt.name != self.settings.output_format:
+                # Another format chosen in the dialog: it becomes the setting, so that the
+                # view (a lossy format's pixels) is what is written.
+                self._apply(output_format=chosen_fmt.name, preset="")
             self.save_result(entry, target, mask_only)
             return
 

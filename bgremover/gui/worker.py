@@ -98,17 +98,17 @@ def output_images(
     result: Result, options: ComposeOptions, fmt: str
 ) -> tuple[np.ndarray, QImage, QImage | None]:
     """The output's pixels as Save writes them in ``fmt``, their display image, and the
-    photo-framed, unencoded display image edit mode shows (None when they are the same)."""
+    display image edit mode shows when the output is cropped or on a canvas: the output
+    in the photo's frame (None when it is in that frame already)."""
     composed = result.compose_array(options)
     writable = composed.ndim == 2 or composed.shape[2] != 4 or FORMATS[fmt].alpha
     # A format that cannot hold the output (JPEG and transparency) writes nothing: the
     # Export panel says so, and the view shows the output as composed.
     pixels = encoded_preview(composed, fmt, options) if writable else composed
     framed = photo_framed(options)
-    if framed == options and pixels is composed:
+    if framed == options:  # the photo's frame already (a lossy format's pixels do too)
         return pixels, to_display(pixels), None
-    plain = composed if framed == options else result.compose_array(framed)
-    return pixels, to_display(pixels), to_display(plain)
+    return pixels, to_display(pixels), to_display(result.compose_array(framed))
 
 
 class ModelSegmenter:
