@@ -221,3 +221,19 @@ def test_preset_fields_round_trip() -> None:
             options_from(settings.values())[0]
             == options_from({k: v for k, v in values.items() if k != "description"})[0]
         ), name
+
+
+def test_an_unreadable_background_image_is_refused_in_words(qtbot, u2netp_path, tmp_path):
+    window = make_window(qtbot)
+    bad = tmp_path / "broken.png"
+    bad.write_bytes(b"this is no picture")
+    window.export_panel.use_background_image(bad)
+    assert window.settings.background_image == ""  # not taken
+    boxes = [b for b in window.findChildren(QMessageBox) if b.isVisible()]
+    assert any("broken.png cannot be read" in b.text() for b in boxes)
+    # One remembered from before (the file broke since): the colour alone, and why.
+    window._apply(background="#ffffff", background_image=str(bad))
+    options = window.settings.compose()
+    assert options.background_image is None and options.background == (255, 255, 255, 255)
+    assert "broken.png cannot be read" in window.export_panel.problem_label.text()
+    assert "broken.png" in window.export_problem("png")  # Save refuses it, saying why

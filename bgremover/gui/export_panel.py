@@ -37,7 +37,7 @@ from ..errors import UsageError
 from ..imaging import IMAGE_EXTENSIONS, is_image_name
 from ..output import FORMATS
 from ..presets import BUILTIN, Preset, load_presets, options_from, save_preset, values_of
-from .settings import Settings, color_text, export_fields
+from .settings import Settings, background_problem, color_text, export_fields
 
 #: The background choices offered at once ("" is transparent); any other colour
 #: through "Other colour…".
@@ -356,9 +356,7 @@ class ExportPanel(QGroupBox):
         except (UsageError, OSError) as exc:
             message = getattr(exc, "message", str(exc))
             fix = getattr(exc, "fix", "") or "Check the presets folder can be written."
-            QMessageBox.warning(
-                self, "Preset not saved", f"The preset could not be saved: {message}\n\n{fix}"
-            )
+            warn(self, "Preset not saved", f"The preset could not be saved: {message}\n\n{fix}")
             return None
         self.reload_presets()
         self.changed.emit({"preset": name.strip()})
@@ -396,6 +394,15 @@ class ExportPanel(QGroupBox):
 
     def use_background_image(self, path: Path) -> None:
         """Put the cutout on the image file ``path`` (a colour stays for a fit's bars)."""
+        problem = background_problem(str(path))
+        if problem:
+            warn(
+                self,
+                "Not used as the background",
+                f"{problem}\n\nChoose a photo or picture file bgremover reads (JPEG, PNG, "
+                "WebP, TIFF…).",
+            )
+            return
         background = self._settings.background
         keep = background if parse_blur_or_none(background) is None else ""
         self._emit(background_image=str(path.resolve()), background=keep)
@@ -607,6 +614,14 @@ def parse_blur_or_none(text: str) -> float | None:
 
 def without_description(values: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in values.items() if key != "description"}
+
+
+def warn(parent: QWidget, title: str, text: str) -> QMessageBox:
+    """A warning that blocks nothing (the window stays usable)."""
+    box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, parent)
+    box.setWindowModality(Qt.WindowModality.NonModal)
+    box.show()
+    return box
 
 
 def _row(*widgets: QWidget) -> QWidget:

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QSettings
 
-from ..compose import FITS, POSITIONS, ComposeOptions, parse_blur, parse_color, parse_length
-from ..errors import UsageError
+from ..compose import (
+    FITS,
+    POSITIONS,
+    ComposeOptions,
+    background_image,
+    parse_blur,
+    parse_color,
+    parse_length,
+)
+from ..errors import BgRemoverError, UsageError
 from ..output import FORMATS
 from ..pipeline import EngineConfig
 from ..presets import check_export, options_from
@@ -118,6 +127,9 @@ class Settings:
             options, fmt = options_from(self.values())
         except UsageError as exc:
             return exc
+        unreadable = background_problem(self.background_image)
+        if unreadable:
+            return UsageError(unreadable, fix="Choose another image (JPEG, PNG, WebP, TIFF…).")
         try:
             if not self.mask_only:
                 check_export(options, fmt or self.output_format)
@@ -138,6 +150,12 @@ class Settings:
         their defaults (the Export panel says what is wrong)."""
         values = self.values()
         values.pop("format")
+        if background_problem(self.background_image):
+            # An image that cannot be read: the colour alone (the panel says why).
+            colour = self.background
+            values.pop("background", None)
+            if colour:
+                values["background"] = colour
         base = ComposeOptions(mask_only=self.mask_only if mask_only is None else mask_only)
         try:
             return options_from(values, base)[0]
@@ -223,6 +241,19 @@ def load_settings() -> Settings:
         if not _usable(replace(defaults, **{name: getattr(loaded, name)}), name):
             loaded = replace(loaded, **{name: getattr(defaults, name)})
     return loaded
+
+
+def background_problem(path: str) -> str:
+    """Why the background image ``path`` cannot be used, in words ("" when it can, or
+    when there is none). It is read once while the file stays the same."""
+    if not path:
+        return ""
+    try:
+        background_image(path)
+    except (BgRemoverError, OSError) as exc:
+        reason = getattr(exc, "message", "") or getattr(exc, "strerror", "") or str(exc)
+        return f"The background image {Path(path).name} cannot be read: {reason}"
+    return ""
 
 
 def _usable(settings: Settings, name: str) -> bool:
