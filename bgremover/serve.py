@@ -47,7 +47,6 @@ the batch's pixel budget. Nothing of the engine runs on the event loop. On SIGTE
 still arrive, lets the ones in flight finish, and exits 0.
 """
 
-
 import asyncio
 import base64
 import binascii
@@ -66,6 +65,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote_plus
 
 from .errors import BgRemoverError, ImageReadError, UsageError
 
@@ -208,8 +208,11 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
         )
     limit = SIZES[size]
     if limit is not None and width * height > limit:
-        long_side = max(width, height)
-        values["max_size"] = max(1, math.floor(long_side * math.sqrt(limit / (width * height))))
+        long_side, short_side = max(width, height), min(width, height)
+        side = max(1, math.floor(long_side * math.sqrt(limit / (width * height))))
+        while side > 1 and side * math.ceil(short_side * side / long_side) > limit:
+            side -= 1  # the short side is rounded: stay within the pixel count
+        values["max_size"] = side
     fmt = params.get("format", "auto").strip().lower()
     if fmt not in ("auto", "png", "jpg", "jpeg", "webp"):
         raise ApiError(
@@ -258,11 +261,17 @@ def form_params(body: bytes, content_type: str, limit: int) -> tuple[bytes, dict
     files: dict[str, bytes] = {}
     duplicate: list[str] = []
 
+    urlencoded = content_type.lower().startswith("application/x-www-form-urlencoded")
+
+    def text(raw: bytes) -> str:
+        value = raw.decode("utf-8", "replace")
+        return unquote_plus(value) if urlencoded else value  # the parser leaves %xx and +
+
     def on_field(f: Any) -> None:
-        name = f.field_name.decode("utf-8", "replace")
+        name = text(f.field_name)
         if name in fields:
             duplicate.append(name)
-        fields[name] = (f.value or b"").decode("utf-8", "replace")
+        fields[name] = text(f.value or b"")
 
     def on_file(f: Any) -> None:
         name = f.field_name.decode("utf-8", "replace")

@@ -1,0 +1,450 @@
+"""``bgremover serve``: the real server as a subprocess with the real u2netp, talked to
+over HTTP on 127.0.0.1, its outputs compared with the engine's for the same options."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from conftest import DATA, SAMPLE
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+CHELSEA = DATA / "skimage_chelsea.png"
+ROCKET = DATA / "skimage_rocket.jpg"
+START_TIMEOUT = 180.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, proc: subprocess.Popen, port: int, key: str | None = None) -> None:
+        self.proc = proc
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.headers = {"X-Api-Key": key} if key else {}
+
+    def client(self, **kw) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=120, headers=self.headers, **kw)
+
+    def metric(self, name: str) -> float:
+        with self.client() as c:
+            text = c.get("/metrics").text
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        raise AssertionError(f"{name} not in /metrics:\n{text}")
+
+
+def start(*extra: str, env: dict | None = None) -> Server:
+    port = free_port()
+    cmd = [sys.executable, "-m", "bgremover", "serve", "--port", str(port), "-m", "u2netp"]
+    proc = subprocess.Popen(
+        [*cmd, *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+    )
+    server = Server(
+        proc, port, next((extra[i + 1] for i, a in enumerate(extra) if a == "--api-key"), None)
+    )
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the server exited: {proc.stdout.read().decode()}")
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(server.url + "/healthz", timeout=2).status_code == 200:
+                return server
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("the server did not start")
+
+
+def stop(server: Server) -> int:
+    if server.proc.poll() is None:
+        server.proc.send_signal(signal.SIGTERM)
+    try:
+        return server.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        server.proc.wait()
+        raise
+    finally:
+        if server.proc.stdout:
+            server.proc.stdout.close()
+
+
+@contextlib.contextmanager
+def running(*extra: str) -> Iterator[Server]:
+    server = start(*extra)
+    try:
+        yield server
+    finally:
+        stop(server)
+
+
+@pytest.fixture(scope="module")
+def server(u2netp_path: Path) -> Iterator[Server]:
+    with running() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def remover(u2netp_path: Path):
+    from bgremover import Remover
+
+    return Remover("u2netp")
+
+
+def engine_pixels(remover, photo: Path, values: dict, fmt: str, mask: bool = False):
+    """What the engine gives for ``photo`` with these option values, encoded and decoded."""
+    from bgremover.compose import ComposeOptions
+    from bgremover.output import FORMATS
+    from bgremover.presets import options_from
+
+    options, _ = options_from(values, ComposeOptions(mask_only=mask))
+    result = remover.remove(photo)
+    pixels = result.compose_array(options)
+    out = io.BytesIO()
+    FORMATS[fmt].encode(out, pixels, FORMATS[fmt], None, options, result.image.metadata)
+    return np.asarray(Image.open(io.BytesIO(out.getvalue())))
+
+
+def decoded(response) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(response.content)))
+
+
+def removebg(server: Server, photo: Path, **fields):
+    with server.client() as c:
+        return c.post(
+            "/v1.0/removebg",
+            files={"image_file": (photo.name, photo.read_bytes())},
+            data={k: str(v) for k, v in fields.items()},
+        )
+
+
+def assert_error(response, status: int) -> dict:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert isinstance(body["errors"], list) and body["errors"]
+    assert body["errors"][0]["title"] and body["errors"][0]["code"]
+    return body["errors"][0]
+
+
+# -- endpoints and parameters -----------------------------------------------------------
+
+
+def test_healthz_says_model_precision_providers(server: Server):
+    with server.client() as c:
+        body = c.get("/healthz").json()
+    assert body["status"] == "ok"
+    assert body["model"] == "u2netp" and body["precision"] == "fp32"
+    assert "CPUExecutionProvider" in body["providers"]
+
+
+def test_removebg_default_is_a_png_cutout_the_engines_pixels(server, remover):
+    response = removebg(server, SAMPLE)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "image/png"
+    got = decoded(response)
+    assert response.headers["x-width"] == str(got.shape[1])
+    assert response.headers["x-height"] == str(got.shape[0])
+    np.testing.assert_array_equal(got, engine_pixels(remover, SAMPLE, {}, "png"))
+
+
+@pytest.mark.parametrize(
+    ("photo", "fields", "values", "fmt", "mask", "media"),
+    [
+        (CHELSEA, {"format": "png"}, {}, "png", False, "image/png"),
+        (ROCKET, {"format": "jpg", "bg_color": "81d4fa"}, {"background": "#81d4fa"},
+         "jpeg", False, "image/jpeg"),
+        (CHELSEA, {"format": "webp"}, {}, "webp", False, "image/webp"),
+        (SAMPLE, {"format": "jpg"}, {"background": "white"}, "jpeg", False, "image/jpeg"),
+        (SAMPLE, {"bg_color": "green"}, {"background": "green"}, "jpeg", False, "image/jpeg"),
+        (ROCKET, {"channels": "alpha"}, {}, "png", True, "image/png"),
+        (CHELSEA, {"crop": "true", "crop_margin": "10%"}, {"crop": True, "margin": "10%"},
+         "png", False, "image/png"),
+        (SAMPLE, {"crop": "true", "crop_margin": "30px"}, {"crop": True, "margin": "30px"},
+         "png", False, "image/png"),
+    ],
+)  # fmt: skip
+def test_removebg_parameters_match_the_engine(
+    server, remover, photo, fields, values, fmt, mask, media
+):
+    response = removebg(server, photo, **fields)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == media
+    np.testing.assert_array_equal(
+        decoded(response), engine_pixels(remover, photo, values, fmt, mask)
+    )
+
+
+def test_size_preview_is_at_most_a_quarter_megapixel(server, remover):
+    big = Image.open(SAMPLE).resize((1200, 1400))
+    buf = io.BytesIO()
+    big.save(buf, "PNG")
+    response = removebg_bytes(server, buf.getvalue(), size="preview")
+    assert response.status_code == 200
+    got = decoded(response)
+    assert got.shape[0] * got.shape[1] <= 250_000
+    assert got.shape[0] * got.shape[1] > 200_000
+    # "full" keeps the photo's size
+    full = decoded(removebg_bytes(server, buf.getvalue(), size="full"))
+    assert full.shape[:2] == (1400, 1200)
+
+
+def removebg_bytes(server: Server, data: bytes, **fields):
+    with server.client() as c:
+        return c.post("/v1.0/removebg", files={"image_file": ("x.png", data)}, data=fields)
+
+
+def test_image_file_b64_is_the_same_as_the_file(server):
+    data = base64.b64encode(CHELSEA.read_bytes()).decode()
+    with server.client() as c:
+        response = c.post("/v1.0/removebg", data={"image_file_b64": data})
+    assert response.status_code == 200
+    np.testing.assert_array_equal(decoded(response), decoded(removebg(server, CHELSEA)))
+
+
+def test_api_remove_raw_body_and_query_parameters(server, remover):
+    with server.client() as c:
+        plain = c.post("/api/remove", content=ROCKET.read_bytes())
+        webp = c.post("/api/remove?format=webp&bg_color=fff", content=ROCKET.read_bytes())
+    assert plain.status_code == 200 and plain.headers["content-type"] == "image/png"
+    np.testing.assert_array_equal(decoded(plain), engine_pixels(remover, ROCKET, {}, "png"))
+    assert webp.status_code == 200 and webp.headers["content-type"] == "image/webp"
+    expected = engine_pixels(remover, ROCKET, {"background": "#fff"}, "webp")
+    np.testing.assert_array_equal(decoded(webp), expected)
+
+
+def test_metrics_are_prometheus_text(server):
+    removebg(server, CHELSEA)
+    with server.client() as c:
+        response = c.get("/metrics")
+    assert response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    assert 'bgremover_requests_total{endpoint="/v1.0/removebg",status="200"}' in text
+    assert "# TYPE bgremover_request_seconds histogram" in text
+    assert 'bgremover_request_seconds_bucket{endpoint="/v1.0/removebg",le="+Inf"}' in text
+    for name in ("bgremover_queue_depth", "bgremover_in_flight", "process_resident_memory_bytes"):
+        assert server.metric(name) >= 0
+    assert server.metric("process_resident_memory_bytes") > 10e6
+
+
+# -- refusals ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"colour": "red"}, "unknown_parameter"),
+        ({"type": "person"}, "unsupported_parameter"),
+        ({"format": "zip"}, "invalid_format"),
+        ({"size": "huge"}, "invalid_size"),
+        ({"channels": "rgb"}, "invalid_channels"),
+        ({"bg_color": "notacolour"}, "invalid_parameter"),
+        ({"crop_margin": "lots"}, "invalid_parameter"),
+        ({"crop": "maybe"}, "invalid_parameter"),
+    ],
+)
+def test_bad_parameters_are_400_in_removebgs_shape(server, fields, code):
+    error = assert_error(removebg(server, CHELSEA, **fields), 400)
+    assert error["code"] == code
+
+
+def test_unknown_query_parameter_on_api_remove_is_400(server):
+    with server.client() as c:
+        error = assert_error(c.post("/api/remove?colour=red", content=CHELSEA.read_bytes()), 400)
+    assert "colour" in error["title"]
+
+
+def test_image_url_is_refused(server):
+    with server.client() as c:
+        error = assert_error(
+            c.post("/v1.0/removebg", data={"image_url": "http://example.com/a.jpg"}), 400
+        )
+    assert "URL fetching is off" in error["title"]
+
+
+def test_unreadable_and_truncated_images_are_400(server):
+    truncated = SAMPLE.read_bytes()[:5000]
+    assert_error(removebg_bytes(server, b"not an image at all"), 400)
+    assert_error(removebg_bytes(server, truncated), 400)
+    with server.client() as c:
+        assert_error(c.post("/api/remove", content=b""), 400)
+        assert_error(c.post("/v1.0/removebg", data={"format": "png"}), 400)  # no image
+        bad = c.post(
+            "/v1.0/removebg",
+            content=b"--xx\r\nbroken",
+            headers={"Content-Type": "multipart/form-data; boundary=yy"},
+        )
+        assert_error(bad, 400)
+
+
+def png_declaring(width: int, height: int) -> bytes:
+    """A 1-bit greyscale PNG of ``width`` x ``height``, all black: a few KB."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    packer = zlib.compressobj(9)
+    row = b"\0" * (1 + (width + 7) // 8)
+    idat = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    ihdr = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+def test_too_many_pixels_is_413(server):
+    bomb = png_declaring(30000, 30000)
+    assert len(bomb) < 1_000_000
+    error = assert_error(removebg_bytes(server, bomb), 413)
+    assert "megapixels" in error["title"]
+    with server.client() as c:
+        assert_error(c.post("/api/remove", content=bomb), 413)
+
+
+def test_too_large_body_is_413(u2netp_path):
+    with running("--max-body-mb", "1") as s, s.client() as c:
+        error = assert_error(c.post("/api/remove", content=b"\0" * 3_000_000), 413)
+        assert "limit" in error["title"]
+        chunks = (b"\0" * 65536 for _ in range(40))  # chunked: no Content-Length to go by
+        assert_error(c.post("/api/remove", content=chunks), 413)
+        assert c.post("/api/remove", content=CHELSEA.read_bytes()).status_code == 200
+
+
+def test_busy_server_answers_429_with_retry_after(u2netp_path):
+    big = io.BytesIO()
+    Image.open(SAMPLE).resize((2400, 2800)).save(big, "PNG")
+    data = big.getvalue()
+    responses: list = []
+    with running("--queue", "0", "--workers", "1") as s:
+
+        def send() -> None:
+            with s.client() as c:
+                responses.append(c.post("/api/remove", content=data))
+
+        threads = [threading.Thread(target=send) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        with s.client() as c:
+            after = c.post("/api/remove", content=CHELSEA.read_bytes())
+    statuses = sorted(r.status_code for r in responses)
+    assert len(statuses) == 6 and set(statuses) <= {200, 429}, statuses
+    assert 200 in statuses and 429 in statuses, statuses
+    busy = next(r for r in responses if r.status_code == 429)
+    assert int(busy.headers["retry-after"]) >= 1
+    assert_error(busy, 429)
+    assert after.status_code == 200
+
+
+# -- API key ----------------------------------------------------------------------------
+
+
+def test_api_key_is_checked(u2netp_path):
+    with running("--api-key", "s3cret") as s:
+        with httpx.Client(base_url=s.url, timeout=120) as bare:
+            assert_error(bare.post("/api/remove", content=CHELSEA.read_bytes()), 401)
+            wrong = bare.post(
+                "/api/remove", content=CHELSEA.read_bytes(), headers={"X-Api-Key": "nope"}
+            )
+            assert_error(wrong, 401)
+            assert bare.get("/healthz").status_code == 200
+            assert bare.get("/metrics").status_code == 401
+        with s.client() as c:
+            assert c.post("/api/remove", content=CHELSEA.read_bytes()).status_code == 200
+
+
+def test_refuses_to_listen_off_loopback_without_a_key(u2netp_path):
+    env = {k: v for k, v in os.environ.items() if k != "BGREMOVER_API_KEY"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bgremover",
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode != 0
+    assert "API key" in done.stderr and "--api-key" in done.stderr
+
+
+# -- robustness -------------------------------------------------------------------------
+
+
+def test_sigterm_finishes_the_request_in_flight_then_exits_0(u2netp_path):
+    big = io.BytesIO()
+    Image.open(SAMPLE).resize((2400, 2800)).save(big, "PNG")
+    s = start()
+    result: list = []
+
+    def send() -> None:
+        with s.client() as c:
+            result.append(c.post("/api/remove", content=big.getvalue()))
+
+    thread = threading.Thread(target=send)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while s.metric("bgremover_in_flight") < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    s.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    try:
+        with httpx.Client(base_url=s.url, timeout=30) as c:
+            late = c.post("/api/remove", content=CHELSEA.read_bytes()).status_code
+    except httpx.TransportError:
+        late = "refused"
+    thread.join(timeout=300)
+    code = stop(s)
+    assert result and result[0].status_code == 200
+    assert late in (503, "refused")
+    assert code == 0
+
+
+def test_client_that_disconnects_mid_upload_leaves_the_server_healthy(server):
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(
+                b"POST /api/remove HTTP/1.1\r\nHost: x\r\nContent-Type: image/png\r\n"
+                b"Content-Length: 5000000\r\n\r\n" + CHELSEA.read_bytes()[:20000]
+            )
+    deadline = time.monotonic() + 30
+    while server.metric("bgremover_in_flight") > 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.metric("bgremover_in_flight") == 0
+    assert server.metric("bgremover_queue_depth") == 0
+    with server.client() as c:
+        assert c.post("/api/remove", content=CHELSEA.read_bytes()).status_code == 200
