@@ -606,11 +606,11 @@ def _flatten_opaque(layers, shape: tuple[int, int]) -> np.ndarray:
         if np.ndim(layer_colour) != 3 and solid is not None:
             colour = np.asarray(layer_colour, np.float64)
             if np.ndim(layer_alpha) == 0:
-                a = float(layer_alpha) / 255
-                solid = colour * a + solid * (1 - a)
+                share = float(layer_alpha) / 255
+                solid = colour * share + solid * (1 - share)
                 continue
-            a = np.arange(256, dtype=np.float64)[:, None] / 255
-            table = np.clip(colour * a + solid * (1 - a) + 0.5, 0, 255).astype(np.uint8)
+            levels = np.arange(256, dtype=np.float64)[:, None] / 255
+            table = np.clip(colour * levels + solid * (1 - levels) + 0.5, 0, 255).astype(np.uint8)
             out = cv2.LUT(cv2.merge([layer_alpha] * 3), table.reshape(1, 256, 3))
             solid = None
             continue
