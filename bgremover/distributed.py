@@ -27,7 +27,7 @@ the driver), the model in bgremover's model cache or a node able to download it 
 ``BGREMOVER_HOME`` to a shared folder to download it once), and the input and output
 folders at the same paths (a shared file system: NFS, a mounted volume). With KubeRay, build
 the head and worker image from one that has ``bgremover[ray]`` installed, run
-``bgremover models download u2net`` (or the model used) into the image's cache, and mount
+``bgremover models pull u2netp`` (or the model used) into the image's cache, and mount
 the photo volume at the same path on the head and the workers; then run the command on the
 head, or from outside with ``--ray ray://HEAD-SERVICE:10001``.
 
