@@ -22,8 +22,11 @@ Runtime session) made at start and shared by every request:
     ``medium`` 1.5, ``hd`` 4, ``4k`` 10; ``full``, ``50MP`` and ``auto`` keep the
     photo's size (up to the megapixel limit every input has).
 
-  remove.bg's other parameters (``type``, ``bg_image_url``, ``roi``, ``add_shadow``,
-  ...) and any unknown name are refused with 400, never ignored. ``image_url`` is
+  - ``add_shadow``: true adds bgremover's soft drop shadow (``shadow_type`` drop;
+    ``shadow_opacity`` 0-100, as remove.bg's).
+
+  remove.bg's other parameters (``type``, ``bg_image_url``, ``roi``, ``scale``, ...)
+  and any unknown name are refused with 400, never ignored. ``image_url`` is
   refused too: this server does not fetch URLs (no outbound requests at all); send
   the image itself.
 - ``POST /api/remove``: the image as the raw body; the same parameters as query
@@ -86,7 +89,17 @@ SIZES: dict[str, int | None] = {
     "50mp": None,
     "auto": None,
 }
-PARAMETERS = ("format", "channels", "bg_color", "crop", "crop_margin", "size")
+PARAMETERS = (
+    "format",
+    "channels",
+    "bg_color",
+    "crop",
+    "crop_margin",
+    "size",
+    "add_shadow",
+    "shadow_type",
+    "shadow_opacity",
+)
 #: remove.bg parameters bgremover does not implement: refused by name, with a reason.
 UNSUPPORTED = {
     "image_url": "this server does not fetch URLs (URL fetching is off); send the image "
@@ -99,9 +112,6 @@ UNSUPPORTED = {
     "position": "position is not supported",
     "roi": "regions of interest are not supported",
     "semitransparency": "semitransparency is always on (edges are refined)",
-    "add_shadow": "shadows are not supported by the server",
-    "shadow_type": "shadows are not supported by the server",
-    "shadow_opacity": "shadows are not supported by the server",
 }
 HISTOGRAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 CONTENT_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
@@ -198,6 +208,7 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
         values["crop"] = params["crop"]
     if "crop_margin" in params:
         values["margin"] = params["crop_margin"]
+    values.update(_shadow_values(params))
     size = params.get("size", "auto").strip().lower()
     if size not in SIZES:
         raise ApiError(
@@ -224,6 +235,36 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
     if fmt != "auto":
         values["format"] = fmt
     return values, fmt, channels == "alpha"
+
+
+def _shadow_values(params: Mapping[str, str]) -> dict[str, Any]:
+    """remove.bg's ``add_shadow`` (with ``shadow_type`` drop and ``shadow_opacity``
+    0-100) as bgremover's soft drop shadow."""
+    kind = params.get("shadow_type", "drop").strip().lower()
+    if kind not in ("drop", "auto"):
+        raise ApiError(
+            400,
+            f"The shadow type {params['shadow_type']!r} is not supported.",
+            "unsupported_parameter",
+            "bgremover draws a soft drop shadow: leave shadow_type out, or use drop.",
+        )
+    add = params.get("add_shadow", "false").strip().lower()
+    if add not in ("true", "false", "1", "0", "yes", "no"):
+        raise ApiError(400, f"add_shadow is true or false, not {add!r}.", "invalid_parameter")
+    if add not in ("true", "1", "yes"):
+        return {}
+    opacity = params.get("shadow_opacity", "").strip()
+    if not opacity:
+        return {"shadow": True}
+    try:
+        share = int(opacity) / 100
+        if not 0 <= share <= 1:
+            raise ValueError
+    except ValueError:
+        raise ApiError(
+            400, f"shadow_opacity is 0 to 100, not {opacity!r}.", "invalid_parameter"
+        ) from None
+    return {"shadow": f"opacity={share:g}"}
 
 
 def options_for(params: Mapping[str, str], width: int, height: int, default_format: str):

@@ -188,6 +188,10 @@ def test_removebg_default_is_a_png_cutout_the_engines_pixels(server, remover):
          "png", False, "image/png"),
         (SAMPLE, {"crop": "true", "crop_margin": "30px"}, {"crop": True, "margin": "30px"},
          "png", False, "image/png"),
+        (CHELSEA, {"add_shadow": "true", "bg_color": "fff"},
+         {"shadow": True, "background": "#fff"}, "jpeg", False, "image/jpeg"),
+        (ROCKET, {"add_shadow": "true", "shadow_opacity": "80", "format": "png"},
+         {"shadow": "opacity=0.8"}, "png", False, "image/png"),
     ],
 )  # fmt: skip
 def test_removebg_parameters_match_the_engine(
@@ -267,6 +271,9 @@ def test_metrics_are_prometheus_text(server):
         ({"bg_color": "notacolour"}, "invalid_parameter"),
         ({"crop_margin": "lots"}, "invalid_parameter"),
         ({"crop": "maybe"}, "invalid_parameter"),
+        ({"add_shadow": "true", "shadow_type": "car"}, "unsupported_parameter"),
+        ({"add_shadow": "true", "shadow_opacity": "150"}, "invalid_parameter"),
+        ({"scale": "50%"}, "unsupported_parameter"),
     ],
 )
 def test_bad_parameters_are_400_in_removebgs_shape(server, fields, code):
