@@ -267,6 +267,9 @@ class ExportPanel(QGroupBox):
         self.quality_spin = QSpinBox()
         self.quality_spin.setRange(0, 100)
         self.quality_spin.setSpecialValueText("default")
+        # Wide enough for "default (92)", the format's own quality.
+        metrics = self.quality_spin.fontMetrics()
+        self.quality_spin.setMinimumWidth(metrics.horizontalAdvance("default (100)") + 36)
         self.quality_spin.setToolTip(
             "JPEG and WebP quality, 1 (smallest file) to 100 (best); the view shows the result"
         )
