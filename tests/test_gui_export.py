@@ -237,3 +237,32 @@ def test_an_unreadable_background_image_is_refused_in_words(qtbot, u2netp_path, 
     assert options.background_image is None and options.background == (255, 255, 255, 255)
     assert "broken.png cannot be read" in window.export_panel.problem_label.text()
     assert "broken.png" in window.export_problem("png")  # Save refuses it, saying why
+
+
+def test_a_recompose_that_fails_is_reported_once_and_not_retried(
+    qtbot, u2netp_path, monkeypatch
+) -> None:
+    """Composing again can fail for want of memory: the user hears it once, the app
+    settles (no retry loop on the same settings), and the next change tries again."""
+    import bgremover.gui.worker as worker_module
+
+    window = make_window(qtbot)
+    process(qtbot, window, SAMPLE)
+    real = worker_module.output_images
+    calls = []
+
+    def out_of_memory(*args, **kwargs):
+        calls.append(args)
+        raise MemoryError("no memory left to compose the output")
+
+    monkeypatch.setattr(worker_module, "output_images", out_of_memory)
+    with qtbot.waitSignal(window.jobs.failed, timeout=WAIT_MS):
+        settle(qtbot, window, lambda: window._apply(shadow=True))
+    window.jobs.update(window.current_entry())  # the window asking again changes nothing
+    window.jobs.check_settled()
+    assert len(calls) == 1
+    assert window.current_entry().restage_failed is not None
+    monkeypatch.setattr(worker_module, "output_images", real)
+    settle(qtbot, window, lambda: window._apply(background="#000000"))
+    entry = window.current_entry()
+    assert entry.restage_failed is None and entry.processed.options.shadow is not None

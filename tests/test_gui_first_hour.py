@@ -426,8 +426,10 @@ def test_background_choices_are_one_box(qtbot, u2netp_path) -> None:
     window = make_window(qtbot)
     box = window.panel.background_box
     labels = [box.itemText(i) for i in range(box.count())]
-    assert labels == ["Transparent", "White", "Black", "Other colour…"]
+    assert labels == [
+        "Transparent", "White", "Black", "Other colour…", "Blur of the photo", "Image…"
+    ]  # fmt: skip
     window._apply(background="#12345680")
-    assert box.currentText() == "#12345680" and box.count() == 5
+    assert box.currentText() == "#12345680" and box.count() == 7
     window._apply(background="")
     assert box.currentText() == "Transparent"

@@ -73,6 +73,9 @@ class QueueEntry:
     compare_job: int | None = None
     #: The output-thread job bringing its result up to new settings (refine, look).
     restage_job: int | None = None
+    #: The settings (config, options, format) a restage failed for: not tried again
+    #: until the settings change (the user was told once).
+    restage_failed: tuple | None = None
     compare_error: str = ""
     compare_cancelled: bool = False
     #: The list icon, kept when the full-size result is dropped from memory.

@@ -143,6 +143,8 @@ class QueueJobs(QObject):
             return None
         if stage == "infer":
             return self.process(entry)
+        if entry.restage_failed == (config, options, fmt):
+            return None  # it failed for these settings, and was reported: no retry loop
         if entry.restage_job is not None:
             pending = self._restage_job(entry)
             if pending is not None and pending.tag[2:] == (config, options, fmt):
@@ -401,8 +403,10 @@ class QueueJobs(QObject):
             return
         if end.ok:
             entry.processed, entry.thumb = end.result, end.result.thumb
+            entry.restage_failed = None
             self.queue.keep_loaded(entry)
         elif end.state is JobState.FAILED:
+            entry.restage_failed = end.tag[2:]
             self.failed.emit(end)  # composing never fails on good data: a bug, or no memory
         self._pump(entry)
         self._ended(entry)
