@@ -500,26 +500,15 @@ def _serve_arguments(command) -> None:
 
 def export_values(args: argparse.Namespace) -> dict:
     """The export options given on the command line, spelled as presets spell them."""
+    from .presets import KEYS
+
     values: dict = {}
     if args.crop is not None:
         values["crop"] = True
         if args.crop is not True:
             values["margin"] = args.crop
-    for key in (
-        "background",
-        "background_fit",
-        "canvas",
-        "margin",
-        "position",
-        "max_size",
-        "shadow",
-        "outline",
-        "quality",
-        "lossless",
-        "strip_metadata",
-        "decontaminate",
-    ):
-        value = getattr(args, key)
+    for key in KEYS:  # each export option has a flag of its name (-f is the format's)
+        value = getattr(args, key) if key not in ("crop", "format") else None
         if value is not None:
             values[key] = value
     return values

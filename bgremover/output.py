@@ -394,12 +394,19 @@ def _encode_pillow(
         info = PngImagePlugin.PngInfo()
         info.add_itxt(RECORD_KEYWORD, record.to_text())
         save.update(pnginfo=info)
-    icc, exif = _carried(metadata, options, _colour_channels(img))
+    _save_metadata(save, metadata, options, _colour_channels(img))
+    img.save(fh, **save)
+
+
+def _save_metadata(
+    save: dict, metadata: Metadata | None, options: ComposeOptions | None, colour: bool
+) -> None:
+    """Pillow's save options for the profile and EXIF an output carries."""
+    icc, exif = _carried(metadata, options, colour)
     if icc:
         save.update(icc_profile=icc)
     if exif is not None:
         save.update(exif=exif)
-    img.save(fh, **save)
 
 
 def _encode_webp(
@@ -418,11 +425,7 @@ def _encode_webp(
         save.update(quality=options.quality)
     if record is not None:
         save.update(xmp=record.to_xmp())
-    icc, exif = _carried(metadata, options, _colour_channels(img))
-    if icc:
-        save.update(icc_profile=icc)
-    if exif is not None:
-        save.update(exif=exif)
+    _save_metadata(save, metadata, options, _colour_channels(img))
     img.save(fh, **save)
 
 

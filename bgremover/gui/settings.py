@@ -21,25 +21,14 @@ from ..compose import (
 from ..errors import BgRemoverError, UsageError
 from ..output import FORMATS
 from ..pipeline import EngineConfig
-from ..presets import check_export, options_from
+from ..presets import KEYS, check_export, options_from
 
 #: The settings that say what an output looks like and how it is encoded: the Export
 #: panel's, spelled as presets and the command line spell them (see :meth:`Settings.values`).
+#: Named as the options are (KEYS), but for the format; decontaminate is the settings pane's.
 EXPORT_FIELDS = (
-    "output_format",
-    "background",
+    *("output_format" if key == "format" else key for key in KEYS if key != "decontaminate"),
     "background_image",
-    "background_fit",
-    "crop",
-    "margin",
-    "canvas",
-    "position",
-    "max_size",
-    "shadow",
-    "outline",
-    "quality",
-    "lossless",
-    "strip_metadata",
 )
 
 
