@@ -58,11 +58,10 @@ local Ray about 4 s, then 4 to 7 s before the first photo is out (the workers im
 Ray Data and pyarrow, the actor creates its ONNX Runtime session). Between photos the
 pipeline keeps pace with the plain batch; the start-up is what ``--ray`` adds on one
 machine. ``tests/benchmarks/ray_batch.py`` measures both batches on the same photos: on
-that machine, loaded by other work, two benchmarks of 3 runs each gave medians of
-37.3 s plain against 37.0 s with ``--ray`` (ray/plain 0.97, 1.12, 1.05 pair by pair) and
-35.6 s against 43.1 s (1.09, 1.11, 1.29), with 0 pixel (and 0 byte) difference; the less
-the machine is loaded, the larger Ray's fixed cost is against the batch. ``--ray`` pays
-off when it adds machines: each node runs its own actors.
+that machine, quiet, 3 runs gave medians of 9.8 s plain against 26.9 s with ``--ray``
+(ray/plain 2.61, 1.97, 2.74 pair by pair), with 0 pixel (and 0 byte) difference; loaded by
+other work, the ratio was 0.97 to 1.29 (the fixed cost weighs less against a slow batch).
+``--ray`` pays off when it adds machines: each node runs its own actors.
 
 Ray's own log lines are kept at errors only; one it prints itself when the actor pool
 starts (about actor constructor arguments in the object store) is harmless here: the
