@@ -328,6 +328,34 @@ def test_one_model_failure_is_one_message_and_no_stale_results(
     assert "could not be processed" in window.why_nothing_to_save(window.current_entry())
 
 
+def test_a_model_failure_not_yet_reported_is_not_tried_again(
+    qtbot, model_server, monkeypatch, u2netp_path, fresh_home
+) -> None:
+    """The race behind a second download: the model's job has failed on the engine thread,
+    but its end has not reached the window yet when more work asks for the model."""
+    import time
+
+    spec = served_model(model_server, "unreachable", None)
+    monkeypatch.setitem(models.REGISTRY, spec.name, spec)
+    window = make_window(qtbot)
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.add_paths([*PHOTOS])
+    choose_model(window, spec.name)  # the image shown asks for the model at once
+    config = window.settings.engine()
+    job = window.jobs.prepare(config)
+    assert job is not None
+    deadline = time.monotonic() + 300
+    while job.state is not JobState.FAILED and time.monotonic() < deadline:
+        time.sleep(0.01)  # no Qt events: the job's end waits in the window's mail
+    assert job.state is JobState.FAILED
+    assert window.jobs.prepare(config) is job  # waited on, not submitted again
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.act_reprocess.trigger()
+    qtbot.waitUntil(lambda: bool(visible_boxes()), timeout=WAIT_MS)
+    assert model_server.requests[f"/{spec.filename}"] == 1
+    assert all(e.status is Status.FAILED for e in window.queue.entries())
+
+
 # 11 ---------------------------------------------------------------------------------
 def test_a_broken_model_file_is_refused_and_never_remembered(qtbot, tmp_path, u2netp_path) -> None:
     from bgremover.gui.window import MainWindow

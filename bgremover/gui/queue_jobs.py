@@ -268,7 +268,10 @@ class QueueJobs(QObject):
         """
         key = model_key(config)
         job = self._prepare_jobs.get(key)
-        if job is not None and job.state in (JobState.PENDING, JobState.RUNNING):
+        # A failure counts from the moment the engine thread knows it: work asked for
+        # before its end reaches this thread (and forgets the model) waits on it and is
+        # blocked by it, instead of trying the model a second time.
+        if job is not None and job.state in (JobState.PENDING, JobState.RUNNING, JobState.FAILED):
             return job
         if job is not None and job.state is JobState.DONE:
             return None
