@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from bgremover.gui.imageconv import qimage_to_rgba
 from bgremover.gui.settings import Settings, export_fields, load_settings, save_settings
+from bgremover.gui.worker import output_pixels
 from bgremover.output import FORMATS
 from bgremover.presets import BUILTIN, load_presets, options_from
 
@@ -81,9 +82,10 @@ def test_each_builtin_preset_saves_what_the_view_shows(qtbot, u2netp_path, tmp_p
     assert window.viewer._shown is not None and window.viewer._shown[0] == p.output.cacheKey()
     path = tmp_path / f"{name}{FORMATS[fmt].extension}"
     save_and_wait(qtbot, window, path)
-    saved = decoded(path, p.pixels)
-    assert saved.shape == p.pixels.shape
-    assert np.array_equal(saved, p.pixels)  # exactly the pixels shown
+    pixels = output_pixels(p.result, p.options, p.fmt)  # what the view was made from
+    saved = decoded(path, pixels)
+    assert saved.shape == pixels.shape
+    assert np.array_equal(saved, pixels)  # exactly the pixels shown
     shown = qimage_to_rgba(window.viewer._item.pixmap().toImage())
     assert shown.shape[:2] == saved.shape[:2]
     if saved.ndim == 3 and saved.shape[2] == 3:  # opaque: the screen's pixels are exact
@@ -161,7 +163,8 @@ def test_an_image_dropped_on_the_panel_becomes_the_background(qtbot, u2netp_path
     assert len(window.queue) == 0  # the image is the background, not a photo to open
     process(qtbot, window, SAMPLE)
     p = window.current_entry().processed
-    assert tuple(p.pixels[0, 0][:3]) == (10, 200, 30)  # the sample's corner is background
+    corner = output_pixels(p.result, p.options, p.fmt)[0, 0]
+    assert tuple(corner[:3]) == (10, 200, 30)  # the sample's corner is background
 
 
 def test_a_preset_saved_in_the_panel_is_a_user_preset(qtbot, u2netp_path, own_presets):

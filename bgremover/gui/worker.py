@@ -52,8 +52,8 @@ class Processed:
 
     ``output`` is what Save writes for these settings: the cutout, on its background
     or as the mask, decontaminated or not, cropped, on a canvas... per ``options``, and
-    as a file of format ``fmt`` holds it (a lossy format's encoded pixels, decoded).
-    ``pixels`` is that image as an array (straight RGBA, RGB or grey).
+    as a file of format ``fmt`` holds it (a lossy format's encoded pixels, decoded:
+    :func:`output_images` makes them).
     """
 
     result: Result
@@ -65,7 +65,6 @@ class Processed:
     thumb: QImage
     #: The output format the preview was encoded for (lossy formats change pixels).
     fmt: str = "png"
-    pixels: Any = field(default=None, compare=False, repr=False)
     #: What edit mode shows for the output: the output at the photo's size and frame,
     #: not encoded (the edit tools draw in photo pixels); None when it is ``output``.
     edit_output: QImage | None = field(default=None, compare=False, repr=False)
@@ -94,21 +93,27 @@ def photo_framed(options: ComposeOptions) -> ComposeOptions:
     return replace(options, crop=False, canvas=None, aspect=None, max_size=None, margin=Length())
 
 
-def output_images(
-    result: Result, options: ComposeOptions, fmt: str
-) -> tuple[np.ndarray, QImage, QImage | None]:
-    """The output's pixels as Save writes them in ``fmt``, their display image, and the
-    display image edit mode shows when the output is cropped or on a canvas: the output
-    in the photo's frame (None when it is in that frame already)."""
+def output_pixels(result: Result, options: ComposeOptions, fmt: str) -> np.ndarray:
+    """The output's pixels as Save writes them in ``fmt`` (what the Result view shows)."""
     composed = result.compose_array(options)
     writable = composed.ndim == 2 or composed.shape[2] != 4 or FORMATS[fmt].alpha
     # A format that cannot hold the output (JPEG and transparency) writes nothing: the
     # Export panel says so, and the view shows the output as composed.
-    pixels = encoded_preview(composed, fmt, options) if writable else composed
+    return encoded_preview(composed, fmt, options) if writable else composed
+
+
+def output_images(
+    result: Result, options: ComposeOptions, fmt: str
+) -> tuple[QImage, QImage | None]:
+    """The display image of the output as Save writes it in ``fmt``, and the one edit
+    mode shows when the output is cropped or on a canvas: the output in the photo's
+    frame (None when it is in that frame already). No copy of the pixels is kept beside
+    the display image."""
+    output = to_display(output_pixels(result, options, fmt))
     framed = photo_framed(options)
     if framed == options:  # the photo's frame already (a lossy format's pixels do too)
-        return pixels, to_display(pixels), None
-    return pixels, to_display(pixels), to_display(result.compose_array(framed))
+        return output, None
+    return output, to_display(result.compose_array(framed))
 
 
 class ModelSegmenter:
@@ -165,7 +170,7 @@ def processed(
     are reused: the original always, the mask and thumbnail when the alpha is the same."""
     rgb, alpha = result.image.rgb, result.alpha
     kept = earlier if earlier is not None and earlier.result.alpha is alpha else None
-    pixels, output, edit_output = output_images(result, options, fmt)
+    output, edit_output = output_images(result, options, fmt)
     return Processed(
         result,
         config,
@@ -175,7 +180,6 @@ def processed(
         mask=kept.mask if kept is not None else to_qimage(alpha),
         thumb=kept.thumb if kept is not None else thumbnail(rgb, alpha),
         fmt=fmt,
-        pixels=pixels,
         edit_output=edit_output,
         editor=editor,
         segmenter=segmenter,
@@ -226,12 +230,11 @@ def apply_edit(
     if box is None:
         return Edited(replace(earlier, result=result, editor=editor, segmenter=segmenter), None)
     rgb, alpha = result.image.rgb, result.alpha
-    pixels, output, edit_output = output_images(result, earlier.options, earlier.fmt)
+    output, edit_output = output_images(result, earlier.options, earlier.fmt)
     done = replace(
         earlier,
         result=result,
         output=output,
-        pixels=pixels,
         edit_output=edit_output,
         mask=to_qimage(alpha),
         thumb=thumbnail(rgb, alpha),
