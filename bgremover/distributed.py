@@ -94,6 +94,7 @@ from .batch import (
 )
 from .compose import ComposeOptions
 from .errors import BgRemoverError, DiskFullError, ModelError, UsageError
+from .families import Family
 from .output import DONE, MISSING, OTHER_PHOTO, REDO, SourceRecord, existing_output
 from .pipeline import EngineConfig
 from .plan import Job
@@ -122,7 +123,9 @@ class RaySettings:
     fmt: str
     overwrite: bool
     max_megapixels: float | None
+    #: The model's input side and family, read once on the driver from the model file.
     input_size: int
+    family: Family | None
 
 
 def _reason(exc: BaseException, source: Path) -> str:
@@ -157,7 +160,6 @@ def _unpack(payload: bytes) -> tuple[Any, ...]:
 def decode_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
     """Read and decode the photo and make the model's input."""
     from .imaging import read_image
-    from .models import resolve_spec
     from .transforms import preprocess
 
     index = int(row["index"])
@@ -166,8 +168,8 @@ def decode_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
         t0 = time.perf_counter()
         loaded = read_image(job.source, settings.max_megapixels)
         t1 = time.perf_counter()
-        spec = resolve_spec(settings.config.model)
-        batch = preprocess(loaded.rgb, spec, settings.input_size)
+        assert settings.family is not None  # set whenever there is work
+        batch = preprocess(loaded.rgb, settings.family, settings.input_size)
         timings = {"read": t1 - t0, "preprocess": time.perf_counter() - t1}
     except Exception as exc:
         return _row(index, FAILED, _reason(exc, job.source))
@@ -239,7 +241,8 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
         try:
             t0 = time.perf_counter()
             height, width = loaded.rgb.shape[:2]
-            mask = postprocess(raw, width, height)
+            assert settings.family is not None
+            mask = postprocess(raw, width, height, settings.family)
             # Box edits run the model on a crop: only then does this stage load it.
             segment = Remover.from_config(settings.config).segment if job.edits else None
             alpha = output_alpha(loaded, mask, settings.config.refine, job.edits, segment)
@@ -373,11 +376,12 @@ def _err(message: str) -> None:
         print(message, file=sys.stderr)
 
 
-def _input_size(config: EngineConfig) -> int:
-    """The model's input side, from the model file (the driver has the model already)."""
+def _model_input(config: EngineConfig) -> tuple[int, Family]:
+    """The model's input side and family, from the model file (the driver has it already)."""
     from .pipeline import Remover
 
-    return Remover.from_config(config).input_size
+    remover = Remover.from_config(config)
+    return remover.input_size, remover.family
 
 
 def cmd_remove_ray(
@@ -426,7 +430,7 @@ def cmd_remove_ray(
 
     settings = RaySettings(
         tuple(jobs), tuple(records), config, options, fmt, overwrite,
-        getattr(args, "max_megapixels", None), _input_size(config) if todo else 0,
+        getattr(args, "max_megapixels", None), *(_model_input(config) if todo else (0, None)),
     )  # fmt: skip
     stopped: str | None = None
     started_here = connect(args.ray) if todo else False

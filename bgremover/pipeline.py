@@ -20,12 +20,13 @@ from PIL import Image
 from .compose import ComposeOptions, compose, compose_array
 from .edit import Edits, Segmenter, apply_edits
 from .errors import InferenceError, ModelError, UsageError
+from .families import Family, Signature, guess_family
 from .imaging import LoadedImage, from_array, from_pil, read_image
 from .models import DEFAULT_MODEL, PRECISIONS, ModelSpec, ModelStore, file_identity, resolve_spec
 from .quantize import DEFAULT_RECIPE
 from .refine import refine_alpha
 from .session import SessionInfo, SessionPool, create_session, resolve_providers
-from .transforms import normalise_output, postprocess, preprocess
+from .transforms import normalise_output, postprocess, preprocess, score_map
 
 __all__ = [
     "PRECISIONS",
@@ -142,8 +143,14 @@ class EngineConfig:
     threads: int = 0
     #: Refine the mask's edges with the photo's colours (see refine.py).
     refine: bool = True
-    #: The int8 recipe; None for the default one.
+    #: The int8 recipe; None for the family's default one.
     recipe: str | None = None
+    #: For a model file of your own: its family (``families.py``); None to read it
+    #: from the file's name or signature.
+    family: str | None = None
+    #: For class-map models (clothes): the class names or numbers that make the mask;
+    #: empty for the family's default (all of them).
+    classes: tuple[str, ...] = ()
 
 
 class Remover:
@@ -170,10 +177,21 @@ class Remover:
         store: ModelStore | None = None,
         progress: TaskProgress | None = None,
         pool: SessionPool | None = None,
+        family: str | None = None,
+        classes: tuple[str, ...] = (),
     ) -> None:
         if precision not in PRECISIONS:
             raise UsageError(f"Unknown precision {precision!r}; use fp32 or int8.")
-        self.spec = resolve_spec(model) if isinstance(model, str) else model
+        self.spec = resolve_spec(model, family) if isinstance(model, str) else model
+        self.classes = tuple(classes)
+        self._family: Family | None = None
+        if self.spec.family is not None:
+            self._family = self._choose_classes(self.spec.family)
+        if precision == "int8" and self.spec.family is not None and not self.spec.family.int8:
+            raise UsageError(
+                f"int8 is not offered for {self.spec.name} ({self.spec.family.name} models); "
+                "use fp32."
+            )
         self.precision = precision
         self.recipe = recipe
         #: Refine the mask's edges with the photo's colours (hair, fur); see refine.py.
@@ -205,6 +223,8 @@ class Remover:
             store=store,
             progress=progress,
             pool=pool,
+            family=config.family,
+            classes=config.classes,
         )
 
     def session_key(self) -> tuple[Any, ...]:
@@ -214,12 +234,49 @@ class Remover:
                 identity = f"sha256:{file_identity(self.spec.local_path)}"
             else:
                 identity = self.spec.known_hash or self.spec.name
-            recipe = (self.recipe or DEFAULT_RECIPE) if self.precision == "int8" else None
+            recipe = self.int8_recipe if self.precision == "int8" else None
             self._key = (identity, self.precision, recipe, self.providers, self.threads)
         return self._key
 
+    @property
+    def int8_recipe(self) -> str:
+        """The int8 recipe: the one asked for, else the family's default."""
+        family = self.spec.family
+        return self.recipe or (family.int8[0] if family and family.int8 else DEFAULT_RECIPE)
+
     def _session(self) -> tuple[Any, SessionInfo]:
         return self.pool.get(self.session_key(), self._create_session)
+
+    def _choose_classes(self, family: Family) -> Family:
+        if not self.classes:
+            return family
+        if family.classes is None:
+            raise UsageError(
+                f"{self.spec.name} gives one mask; --classes applies to class-map models "
+                "such as u2net_cloth_seg."
+            )
+        names = family.class_names
+        numbers = []
+        for c in self.classes:
+            if c.isdigit():
+                numbers.append(int(c))
+            elif c in names:
+                numbers.append(names.index(c))
+            else:
+                raise UsageError(
+                    f"{c!r} is not a class of {self.spec.name}; choose from: "
+                    + ", ".join(names[1:])
+                )
+        return family.with_classes(tuple(numbers))
+
+    @property
+    def family(self) -> Family:
+        """How this model's input is prepared and its mask read: the registry's family,
+        or for a file of unknown origin the one its signature shows (read at load)."""
+        if self._family is None:
+            path = self.store.ensure(self.spec)  # a local file: its own path
+            self._family = self._choose_classes(guess_family(read_signature(path), path.name))
+        return self._family
 
     def _create_session(self) -> tuple[Any, SessionInfo]:
         path = self.model_path()
@@ -255,7 +312,8 @@ class Remover:
         return ensure_int8(
             self.spec,
             self.store,
-            self.recipe or DEFAULT_RECIPE,
+            self.int8_recipe,
+            family=self.family,
             progress=(lambda done, total: report("quantize", done, total)) if report else None,
             fp32_path=path,
         )
@@ -266,14 +324,17 @@ class Remover:
 
     @property
     def input_size(self) -> int:
-        """The side of the model's square input, as declared by the file when fixed."""
-        return self.load().input_size or self.spec.input_size
+        """The side of the model's square input, as declared by the file when fixed (for
+        a dynamic input, the family's long side)."""
+        return self.load().input_size or self.family.input_size
 
     def infer(self, batch: np.ndarray) -> np.ndarray:
-        """Run the model on a preprocessed (1, 3, S, S) batch; returns the first output."""
+        """Run the model on a preprocessed (1, 3, h, w) batch; returns the family's mask
+        output."""
         session, info = self._session()
+        family = self.family
         try:
-            return np.asarray(session.run(None, {info.input_name: batch})[0])
+            return np.asarray(session.run(None, {info.input_name: batch})[family.output])
         except Exception as exc:  # ORT raises its own exception types
             raise InferenceError(
                 f"The model {self.spec.name!r} failed while processing this image.",
@@ -308,7 +369,7 @@ class Remover:
     def prepare(self, loaded: LoadedImage) -> tuple[np.ndarray, float]:
         """The model input for ``loaded`` and the seconds it took."""
         start = time.perf_counter()
-        batch = preprocess(loaded.rgb, self.spec, self.input_size)
+        batch = preprocess(loaded.rgb, self.family, self.input_size)
         return batch, time.perf_counter() - start
 
     def segment(self, rgb: np.ndarray) -> np.ndarray:
@@ -316,7 +377,7 @@ class Remover:
         edge-refined when this Remover refines."""
         batch, _ = self.prepare(from_array(rgb))
         height, width = rgb.shape[:2]
-        mask = postprocess(self.infer(batch), width, height)
+        mask = postprocess(self.infer(batch), width, height, self.family)
         return edit_base(rgb, mask, self.refine)
 
     def finish(
@@ -331,7 +392,7 @@ class Remover:
         info = self.load()
         t0 = time.perf_counter()
         height, width = loaded.rgb.shape[:2]
-        mask = postprocess(raw, width, height)
+        mask = postprocess(raw, width, height, self.family)
         t1 = time.perf_counter()
         alpha = output_alpha(loaded, mask, self.refine, edits, self.segment)
         t2 = time.perf_counter()
@@ -344,8 +405,26 @@ class Remover:
             providers=info.active,
             fallbacks=info.fallbacks,
             precision=self.precision,
-            raw=np.asarray(raw, dtype=np.float32).reshape(raw.shape[-2], raw.shape[-1]),
+            raw=score_map(raw, self.family),
         )
+
+
+def read_signature(path: Path) -> Signature:
+    """What an ONNX file declares: input and output shapes, and the op making its first
+    output (whether it applies its own sigmoid)."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+
+    def shape(value: Any) -> tuple[int | None, ...]:
+        return tuple(d.dim_value or None for d in value.type.tensor_type.shape.dim)
+
+    first = graph.output[0].name if graph.output else ""
+    return Signature(
+        shape(graph.input[0]) if graph.input else (),
+        tuple(shape(o) for o in graph.output),
+        next((n.op_type for n in graph.node if first in n.output), ""),
+    )
 
 
 def load_input(image: ImageInput, max_megapixels: float | None = None) -> LoadedImage:

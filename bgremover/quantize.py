@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ModelError
+from .families import FAMILIES, Family
 from .imaging import read_image, walk_images
 from .models import ModelSpec, ModelStore, file_identity
 from .transforms import preprocess
@@ -64,6 +65,12 @@ RECIPES: dict[str, Recipe] = {
             "ORT's int8 kernels. Every original node runs in int8.",
             version=2,
             rewrite=True,
+            extra_options={"WeightSymmetric": True, "ActivationSymmetric": False},
+        ),
+        Recipe(
+            "generic",
+            "Static QDQ for any family: per-channel symmetric int8 weights, uint8 "
+            "activations, MinMax calibration on the shipped photos.",
             extra_options={"WeightSymmetric": True, "ActivationSymmetric": False},
         ),
         Recipe(
@@ -127,14 +134,19 @@ def int8_path(
     fp32_path: Path,
     recipe: str,
     calibration: Path | None = None,
+    family: Family | None = None,
 ) -> Path:
-    """Cache path of the int8 model: keyed by the fp32 hash, recipe, calibration and ORT version."""
+    """Cache path of the int8 model: keyed by the fp32 hash, recipe, calibration, the
+    family's preprocessing and ORT version."""
     import onnxruntime as ort
 
     fp32_hash = spec.sha256 or file_identity(fp32_path)
     calib = "default" if calibration is None else _folder_key(calibration)
     version = get_recipe(recipe).version
-    key = f"{fp32_hash}|{recipe}|{version}|{calib}|{ort.__version__}"
+    family = family or spec.family or FAMILIES["u2net"]
+    # U²-Net's keys stay as they were, so int8 files made before families still count.
+    prep = "" if family.name == "u2net" else f"|{family.preprocessing_key()}"
+    key = f"{fp32_hash}|{recipe}|{version}|{calib}|{ort.__version__}{prep}"
     key = hashlib.sha256(key.encode()).hexdigest()
     folder = store.models_dir if spec.local_path is None else store.models_dir / "local"
     return folder / f"{spec.name}.int8-{recipe}-{key[:12]}.onnx"
@@ -175,18 +187,21 @@ def ensure_int8(
     calibration: Path | None = None,
     progress: QuantizeProgress | None = None,
     fp32_path: Path | None = None,
+    family: Family | None = None,
 ) -> Path:
-    """The int8 model for ``spec``: from the cache, or made now from the fp32 one."""
+    """The int8 model for ``spec``: from the cache, or made now from the fp32 one.
+    ``family`` is the model's (for a local file, the one its signature showed)."""
     get_recipe(recipe)
     fp32 = fp32_path or store.ensure(spec)
-    target = int8_path(store, spec, fp32, recipe, calibration)
+    family = family or spec.family or FAMILIES["u2net"]
+    target = int8_path(store, spec, fp32, recipe, calibration, family)
     if target.is_file():
         return target
     from .models import BUNDLED_DIR
 
     if (BUNDLED_DIR / target.name).is_file():  # made at build time, same key
         return BUNDLED_DIR / target.name
-    quantize_model(fp32, target, recipe, calibration_files(calibration), spec, progress)
+    quantize_model(fp32, target, recipe, calibration_files(calibration), family, progress)
     return target
 
 
@@ -195,7 +210,7 @@ def quantize_model(
     out_path: Path,
     recipe_name: str,
     images: list[Path],
-    spec: ModelSpec,
+    family: Family,
     progress: QuantizeProgress | None = None,
 ) -> float:
     """Quantize ``fp32_path`` into ``out_path`` (atomically); returns the seconds it took."""
@@ -213,8 +228,8 @@ def quantize_model(
         model = version_converter.convert_version(model, 13)
     input_name = model.graph.input[0].name
     # The file's own input size when it declares a fixed one, as the session does.
-    side = model.graph.input[0].type.tensor_type.shape.dim[-1].dim_value or spec.input_size
-    batches = [preprocess(view, spec, side) for view in calibration_samples(images)]
+    side = model.graph.input[0].type.tensor_type.shape.dim[-1].dim_value or family.input_size
+    batches = [preprocess(view, family, side) for view in calibration_samples(images)]
     steps = len(batches) * (2 if recipe.rewrite else 1)
     done = [0]
 

@@ -11,57 +11,126 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from .models import ModelSpec
+from .families import Family
 
-__all__ = ["normalise_output", "postprocess", "preprocess"]
+__all__ = [
+    "content_box",
+    "input_shape",
+    "normalise_output",
+    "postprocess",
+    "preprocess",
+    "score_map",
+]
 
 
-def preprocess(rgb: np.ndarray, spec: ModelSpec, size: int | None = None) -> np.ndarray:
-    """RGB uint8 (H, W, 3) -> model input (1, 3, S, S) float32.
+def input_shape(family: Family, size: int, width: int, height: int) -> tuple[int, int]:
+    """The (height, width) of the model input for a ``width`` x ``height`` photo.
 
-    Matches rembg's U²-Net preprocessing so masks agree with it: a Lanczos resize
-    to S x S, division by the image's own maximum (not by 255), then the model's
-    mean/std normalisation.
+    Square ``size`` x ``size`` for fixed-size families; for dynamic ones the photo's
+    aspect ratio, its long side at ``size`` (at most the family's maximum), each side
+    a multiple of the family's ``multiple``.
     """
-    side = size or spec.input_size
+    if not family.dynamic:
+        return size, size
+    side = min(size, family.max_size)
+    scale = side / max(width, height)
+    m = family.multiple
+    return (
+        max(m, round(height * scale / m) * m),
+        max(m, round(width * scale / m) * m),
+    )
+
+
+def content_box(
+    family: Family, shape: tuple[int, int], width: int, height: int
+) -> tuple[int, int, int, int]:
+    """Where the photo lies in an input of ``shape``: (x, y, w, h). The whole input,
+    except for letterboxed families, where the photo is centred with its aspect kept."""
+    in_h, in_w = shape
+    if family.resize != "letterbox":
+        return 0, 0, in_w, in_h
+    scale = min(in_w / width, in_h / height)
+    w = max(1, min(in_w, round(width * scale)))
+    h = max(1, min(in_h, round(height * scale)))
+    return (in_w - w) // 2, (in_h - h) // 2, w, h
+
+
+def _resize_lanczos(rgb: np.ndarray, width: int, height: int) -> np.ndarray:
     if rgb.shape[0] * rgb.shape[1] <= 4_000_000:
-        small = np.asarray(Image.fromarray(rgb).resize((side, side), Image.Resampling.LANCZOS))
-    else:
-        # One channel at a time: Pillow keeps RGB as 4 bytes a pixel, so resizing the
-        # colour image whole makes a 48 MB copy of a 12-megapixel photo; per channel it
-        # is 12 MB, with the same result (Lanczos is per channel) in about the same time.
-        small = np.dstack(
-            [
-                np.asarray(
-                    Image.fromarray(np.ascontiguousarray(rgb[..., c])).resize(
-                        (side, side), Image.Resampling.LANCZOS
-                    )
+        return np.asarray(Image.fromarray(rgb).resize((width, height), Image.Resampling.LANCZOS))
+    # One channel at a time: Pillow keeps RGB as 4 bytes a pixel, so resizing the
+    # colour image whole makes a 48 MB copy of a 12-megapixel photo; per channel it
+    # is 12 MB, with the same result (Lanczos is per channel) in about the same time.
+    return np.dstack(
+        [
+            np.asarray(
+                Image.fromarray(np.ascontiguousarray(rgb[..., c])).resize(
+                    (width, height), Image.Resampling.LANCZOS
                 )
-                for c in range(3)
-            ]
-        )
-    x = small.astype(np.float64)
-    x /= max(float(x.max()), 1e-6)
-    x = (x - np.asarray(spec.mean)) / np.asarray(spec.std)
+            )
+            for c in range(3)
+        ]
+    )
+
+
+def preprocess(rgb: np.ndarray, family: Family, size: int | None = None) -> np.ndarray:
+    """RGB uint8 (H, W, 3) -> model input (1, 3, h, w) float32, as ``family`` wants it.
+
+    For the families rembg publishes this matches its preprocessing, so masks agree
+    with it: a Lanczos resize to the input size, division by the image's own maximum
+    (not by 255), then the family's mean/std normalisation.
+    """
+    height, width = rgb.shape[:2]
+    shape = input_shape(family, size or family.input_size, width, height)
+    x0, y0, w, h = content_box(family, shape, width, height)
+    x = _resize_lanczos(rgb, w, h).astype(np.float64)
+    if family.channels == "bgr":
+        x = x[..., ::-1]
+    x /= max(float(x.max()), 1e-6) if family.scaling == "max" else 255.0
+    x = (x - np.asarray(family.mean)) / np.asarray(family.std)
+    if (w, h) != shape[::-1]:  # letterboxed: the rest of the input is the mean colour, 0
+        padded = np.zeros((*shape, 3))
+        padded[y0 : y0 + h, x0 : x0 + w] = x
+        x = padded
     return np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)
 
 
-def normalise_output(raw: np.ndarray) -> np.ndarray:
-    """The model's first channel, min-max normalised to [0, 1] (float32, S x S)."""
-    pred = np.asarray(raw, dtype=np.float32).reshape(raw.shape[-2], raw.shape[-1])
+def score_map(raw: np.ndarray, family: Family) -> np.ndarray:
+    """The model's mask output (N x C x h x w) as one float32 h x w map, before
+    normalisation: the first channel through the family's activation, or for
+    class-map families 1 where the most likely class is one of the chosen ones."""
+    out = np.asarray(raw, dtype=np.float32)
+    if family.classes is not None:
+        classes = out.reshape(out.shape[-3], out.shape[-2], out.shape[-1]).argmax(axis=0)
+        return np.isin(classes, family.classes).astype(np.float32)
+    pred = out.reshape(-1, out.shape[-2], out.shape[-1])[0]
+    if family.activation == "sigmoid":
+        with np.errstate(over="ignore"):
+            pred = 1.0 / (1.0 + np.exp(-pred))
+    return pred
+
+
+def normalise_output(pred: np.ndarray, family: Family | None = None) -> np.ndarray:
+    """A score map normalised to [0, 1] (float32): stretched by its own min and max
+    (rembg's way), or clipped when the family says so."""
+    pred = np.asarray(pred, dtype=np.float32).reshape(pred.shape[-2], pred.shape[-1])
+    if family is not None and family.normalisation == "clip":
+        return np.clip(np.nan_to_num(pred), 0.0, 1.0)
     lo, hi = pred.min(), pred.max()
     if not np.isfinite(lo) or not np.isfinite(hi) or hi - lo <= 0:
         return np.zeros_like(pred)  # a flat prediction carries no subject
     return (pred - lo) / (hi - lo)
 
 
-def postprocess(raw: np.ndarray, width: int, height: int) -> np.ndarray:
-    """Raw model output (1, 1, S, S) -> uint8 mask (height, width) at the source size.
+def postprocess(raw: np.ndarray, width: int, height: int, family: Family) -> np.ndarray:
+    """Raw model output (1, C, h, w) -> uint8 mask (height, width) at the source size.
 
     The upscale is OpenCV's bicubic: within 0.15/255 mean of a Lanczos upscale
     (rembg's) on 12-megapixel photos and about 15x faster there (3 ms against 45 ms).
     """
-    pred = normalise_output(raw)
+    pred = normalise_output(score_map(raw, family), family)
+    x0, y0, w, h = content_box(family, pred.shape, width, height)
+    pred = pred[y0 : y0 + h, x0 : x0 + w]
     small = (np.clip(pred, 0.0, 1.0) * 255).astype(np.uint8)
     if (width, height) == small.shape[::-1]:
         return small

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bgremover.errors import ModelError, ModelUnavailableError
+from bgremover.families import FAMILIES
 from bgremover.models import (
     DEFAULT_MODEL,
     REGISTRY,
@@ -44,13 +45,20 @@ def test_registry_facts() -> None:
         assert spec.md5 is None or re.fullmatch(r"[0-9a-f]{32}", spec.md5), name
         assert spec.known_hash, f"{name}: downloads must be verified"
         assert spec.bytes > 0 and spec.input_size > 0, name
-        assert len(spec.mean) == 3 and len(spec.std) == 3 and all(s > 0 for s in spec.std)
+        family = spec.family
+        assert family is not None and family.name in FAMILIES, name
+        assert len(family.mean) == 3 and len(family.std) == 3 and all(s > 0 for s in family.std)
         assert spec.sources, name
         for source in spec.sources:
             if source.kind == "url":
                 assert source.location.startswith("https://"), (name, source)
-            else:
-                assert source.kind == "wheel" and "==" in source.location and source.member
+            elif source.kind == "wheel":
+                assert "==" in source.location and source.member, (name, source)
+            elif source.kind == "chunks":
+                assert source.location.startswith("https://") and source.member, (name, source)
+            else:  # an exact npm version, so its chunk list cannot change
+                assert source.kind == "npm" and source.member, (name, source)
+                assert re.fullmatch(r"(@[\w.-]+/)?[\w.-]+@\d+\.\d+\.\d+", source.location)
         assert spec.description and spec.licence, name
     # The pins of the default model, which the tests obtain for real.
     u2netp = REGISTRY["u2netp"]
@@ -78,7 +86,8 @@ def test_local_spec_takes_preprocessing_from_registry_name(tmp_path: Path) -> No
     assert spec.input_size == 1024 and spec.local_path == f.resolve()
     g = tmp_path / "mine.onnx"
     g.write_bytes(b"x")
-    assert local_spec(g).input_size == 320
+    assert local_spec(g).family is None  # read from the file's signature when it loads
+    assert local_spec(g, "birefnet").family == FAMILIES["birefnet"]
     assert ModelStore(tmp_path).ensure(local_spec(g)) == g.resolve()
 
 

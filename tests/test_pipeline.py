@@ -12,7 +12,8 @@ from bgremover import ComposeOptions, Remover
 from bgremover.models import REGISTRY
 from bgremover.pipeline import combine_alpha, normalise_output, postprocess, preprocess
 
-SPEC = REGISTRY["u2netp"]
+SPEC = REGISTRY["u2netp"].family
+assert SPEC is not None
 
 
 def test_preprocess_shape_and_normalisation(rgb_gradient: np.ndarray) -> None:
@@ -37,10 +38,10 @@ def test_normalise_and_postprocess() -> None:
     raw = np.linspace(-3, 5, 16, dtype=np.float32).reshape(1, 1, 4, 4)
     unit = normalise_output(raw)
     assert unit.min() == 0.0 and unit.max() == 1.0
-    mask = postprocess(raw, width=7, height=5)
+    mask = postprocess(raw, width=7, height=5, family=SPEC)
     assert mask.shape == (5, 7) and mask.dtype == np.uint8
     assert mask[0, 0] < 30 and mask[-1, -1] > 225
-    flat = postprocess(np.ones((1, 1, 4, 4), np.float32), 3, 3)
+    flat = postprocess(np.ones((1, 1, 4, 4), np.float32), 3, 3, SPEC)
     assert (flat == 0).all()  # no NaNs from a flat prediction
 
 

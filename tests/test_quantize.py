@@ -127,13 +127,13 @@ def test_faithful_rewrite_keeps_fp32_output(tmp_path: Path, u2netp_path: Path) -
     spec = REGISTRY["u2netp"]
     model = version_converter.convert_version(onnx.load(str(u2netp_path)), 13)
     views = list(calibration_samples(calibration_files()[:2]))
-    batches = [preprocess(v, spec) for v in views]
+    batches = [preprocess(v, spec.family) for v in views]
     rewritten, border_nodes = prepare_graph(model, batches, tmp_path, lambda: None)
     assert border_nodes, "u2netp's offset channels should need a border correction"
     assert len(rewritten.graph.output) == 1
     path = tmp_path / "rewritten.onnx"
     onnx.save(rewritten, str(path))
-    x = preprocess(np.asarray(Image.open(SAMPLE).convert("RGB")), spec)
+    x = preprocess(np.asarray(Image.open(SAMPLE).convert("RGB")), spec.family)
     before = ort.InferenceSession(str(u2netp_path), providers=["CPUExecutionProvider"])
     after = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     a = before.run(None, {"input.1": x})[0]

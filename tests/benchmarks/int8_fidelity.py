@@ -47,7 +47,7 @@ def main() -> int:
     for recipe in args.recipes:
         target = int8_path(store, spec, fp32_path, recipe)
         target.unlink(missing_ok=True)
-        quantize_s[recipe] = quantize_model(fp32_path, target, recipe, calibration_files(), spec)
+        quantize_s[recipe] = quantize_model(fp32_path, target, recipe, calibration_files(), spec.family)
 
     opts = {"refine": False, "threads": args.threads, "providers": "cpu"}
     fp32 = Remover(args.model, **opts)
@@ -66,7 +66,7 @@ def main() -> int:
                  "sad": sad(mask, gt)}
             )  # fmt: skip
 
-    batch = preprocess(np.asarray(Image.open(images[0]).convert("RGB")), spec)
+    batch = preprocess(np.asarray(Image.open(images[0]).convert("RGB")), spec.family)
     variants = {"fp32": fp32, **int8}
     for remover in variants.values():
         for _ in range(3):
