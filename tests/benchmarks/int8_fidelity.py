@@ -47,7 +47,9 @@ def main() -> int:
     for recipe in args.recipes:
         target = int8_path(store, spec, fp32_path, recipe)
         target.unlink(missing_ok=True)
-        quantize_s[recipe] = quantize_model(fp32_path, target, recipe, calibration_files(), spec.family)
+        quantize_s[recipe] = quantize_model(
+            fp32_path, target, recipe, calibration_files(), spec.family
+        )
 
     opts = {"refine": False, "threads": args.threads, "providers": "cpu"}
     fp32 = Remover(args.model, **opts)
