@@ -293,10 +293,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmp = command(
         "compare",
-        help="fp32 vs int8 masks side by side, with fidelity numbers",
-        description="For each image: a PNG sheet with the input, the fp32 mask, the int8 mask\n"
-        "and the |Δα| heatmap with its legend, and a JSON file with the metrics and\n"
-        "timings. A summary over all images is printed at the end.",
+        help="two models or precisions side by side (fp32 vs int8 by default), with numbers",
+        description="For each image: a PNG sheet with the input, the mask of side A, the mask\n"
+        "of side B and the |Δα| heatmap with its legend, and a JSON file with the metrics\n"
+        "and timings. A summary over all images is printed at the end. By default A is\n"
+        "the fp32 model and B its int8 version; --a and --b compare any two, e.g.\n"
+        "--a u2netp --b isnet-imgly, or --b birefnet-general:fp32.",
     )
     cmp.add_argument(
         "images", nargs="+", type=Path, metavar="IMAGE", help="image files or folders of images"
@@ -315,10 +317,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MODEL,
         help="registry model name or path of an .onnx file (its int8 version is made on first use)",
     )
+    for side, default in (("a", "fp32"), ("b", "int8")):
+        cmp.add_argument(
+            f"--{side}",
+            default=None,
+            metavar="MODEL[:PRECISION]",
+            help=f"side {side.upper()}: a registry model name or .onnx path, with :fp32 or "
+            f":int8 (default fp32); or a precision alone, of --model "
+            f"(default: --model {default})",
+        )
     cmp.add_argument(
         "--recipe",
         default=None,
-        help="int8 recipe to compare against fp32 (default: the faithful one; "
+        help="int8 recipe of the int8 side(s) (default: the family's faithful one; "
         "naive is the plain one)",
     )
     cmp.add_argument(

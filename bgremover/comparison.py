@@ -1,60 +1,154 @@
-"""fp32 against int8 on one image: both results, the fidelity numbers, the differences.
+"""Two (model, precision) sides on one image: both results, the numbers, the differences.
 
-One function for the command line's ``compare`` (sheet and JSON) and the app's
-comparison view, so both show the same numbers for the same photo.
+Side A is the reference and side B the other: fp32 and int8 of one model by default,
+or any two, such as ``u2netp fp32`` against ``isnet-imgly fp32``. One function for the
+command line's ``compare`` (sheet and JSON) and the app's comparison view, so both
+show the same numbers for the same photo.
+
+The metrics name the sides A and B (``infer_a_s``, ``infer_b_s``, and ``a`` / ``b``
+records saying which model and precision each is). For the default pair (fp32 and
+int8 of one model) the keys earlier versions wrote (``infer_fp32_s``,
+``infer_int8_s``) are kept as well, so scripts reading them go on working.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .errors import UsageError
 from .metrics import fidelity
+from .models import PRECISIONS
 from .pipeline import ImageInput, Remover, Result
+from .quantize import DEFAULT_RECIPE
 from .report import mask_difference
 
 
-@dataclass(frozen=True)
-class PrecisionComparison:
-    """The same photo through the fp32 and the int8 model."""
+def parse_side(text: str | None, option: str, model: str, precision: str) -> tuple[str, str]:
+    """A side as the command line (``--a``, ``--b``) and the app's ``--compare-a`` give
+    it, as (model, precision): ``MODEL``, ``MODEL:PRECISION`` or a precision alone (of
+    ``model``); None is ``model`` at ``precision``. A bad precision is a UsageError."""
+    if text is None:
+        return model, precision
+    text = text.strip()
+    if not text:
+        raise UsageError(f"{option} is empty: give MODEL, MODEL:PRECISION or a precision.")
+    if text in PRECISIONS:
+        return model, text
+    head, colon, tail = text.rpartition(":")
+    if colon and tail in PRECISIONS and head:
+        return head, tail
+    # "u2netp:fp16": a precision that does not exist (a Windows drive's colon, or a
+    # path that exists, is part of the model's name).
+    if colon and head and tail.isalnum() and not Path(text).exists() and len(head) > 1:
+        raise UsageError(
+            f"{option} {text}: unknown precision {tail!r}; use {' or '.join(PRECISIONS)} "
+            f"(e.g. {option} {head}:fp32)."
+        )
+    return text, "fp32"
 
-    fp32: Result
-    int8: Result
-    #: :func:`~bgremover.metrics.fidelity` of the network masks, plus the inference
-    #: seconds of each (``infer_fp32_s``, ``infer_int8_s``).
+
+def side_label(remover: Remover) -> str:
+    """What a side is called in captions and numbers: ``u2netp fp32``, ``u2netp int8``
+    (with its recipe when it is not the family's default one)."""
+    label = f"{remover.spec.name} {remover.precision}"
+    if remover.precision == "int8" and remover.recipe:
+        family = remover.spec.family
+        default = (family.default_int8 if family else None) or DEFAULT_RECIPE
+        if remover.recipe != default:
+            label += f" ({remover.recipe})"
+    return label
+
+
+def is_precision_pair(a: Remover, b: Remover) -> bool:
+    """The default comparison: fp32 against int8 of one model."""
+    return a.spec == b.spec and (a.precision, b.precision) == ("fp32", "int8")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The same photo through side A (the reference) and side B."""
+
+    a: Result
+    b: Result
+    #: What each side is ("u2netp fp32", "isnet-imgly fp32").
+    label_a: str
+    label_b: str
+    #: :func:`~bgremover.metrics.fidelity` of B's mask against A's, plus the inference
+    #: seconds of each (``infer_a_s``, ``infer_b_s``) and a record of each side
+    #: (``a``, ``b``: label, model, precision, recipe, providers, infer_s).
     metrics: dict[str, Any]
     #: |Δα| of the masks as uint8 (255 = 1.0), for heatmaps at any scale.
     diff: np.ndarray = field(repr=False)
-    #: The raw outputs (before min-max normalisation) clipped to [0, 1], as uint8,
-    #: and their |Δ|, at the model's output size.
-    fp32_raw: np.ndarray = field(repr=False)
-    int8_raw: np.ndarray = field(repr=False)
-    raw_diff: np.ndarray = field(repr=False)
+    #: The raw outputs (before min-max normalisation) clipped to [0, 1], as uint8, at
+    #: each model's output size.
+    raw_a: np.ndarray = field(repr=False)
+    raw_b: np.ndarray = field(repr=False)
+    #: Their |Δ|; None when the two models' outputs differ in size (there is no
+    #: pixel-for-pixel difference of a 320² and a 1024² output).
+    raw_diff: np.ndarray | None = field(repr=False)
+
+    @property
+    def speed_ratio(self) -> float:
+        """How many times as fast B's inference was as A's (below 1: B was slower)."""
+        return float(self.metrics["infer_a_s"] / max(self.metrics["infer_b_s"], 1e-9))
+
+
+#: The name the comparison had when it compared fp32 and int8 only.
+PrecisionComparison = Comparison
 
 
 def _unit_to_uint8(values: np.ndarray) -> np.ndarray:
     return (np.clip(values, 0.0, 1.0) * 255 + 0.5).astype(np.uint8)
 
 
+def _side(remover: Remover, result: Result, label: str) -> dict[str, Any]:
+    return {
+        "label": label,
+        "model": remover.spec.name,
+        "precision": remover.precision,
+        "recipe": remover.int8_recipe if remover.precision == "int8" else None,
+        "providers": list(result.providers),
+        "infer_s": result.timings["infer"],
+    }
+
+
+def compare(
+    a: Remover, b: Remover, image: ImageInput, max_megapixels: float | None = None
+) -> Comparison:
+    """Run ``image`` through both removers (decoded once) and measure what B changes."""
+    ra = a.remove(image, max_megapixels)
+    rb = b.remove(ra.image)  # the same decoded pixels
+    label_a, label_b = side_label(a), side_label(b)
+    metrics = fidelity(ra.mask, rb.mask, ra.raw, rb.raw)
+    metrics["a"] = _side(a, ra, label_a)
+    metrics["b"] = _side(b, rb, label_b)
+    metrics["infer_a_s"] = ra.timings["infer"]
+    metrics["infer_b_s"] = rb.timings["infer"]
+    if is_precision_pair(a, b):
+        metrics["infer_fp32_s"] = ra.timings["infer"]
+        metrics["infer_int8_s"] = rb.timings["infer"]
+    assert ra.raw is not None and rb.raw is not None  # Remover.finish always sets it
+    raw_a, raw_b = _unit_to_uint8(ra.raw), _unit_to_uint8(rb.raw)
+    same_size = raw_a.shape == raw_b.shape
+    return Comparison(
+        ra,
+        rb,
+        label_a,
+        label_b,
+        metrics,
+        diff=mask_difference(ra.mask, rb.mask),
+        raw_a=raw_a,
+        raw_b=raw_b,
+        raw_diff=mask_difference(raw_a, raw_b) if same_size else None,
+    )
+
+
 def compare_precisions(
     fp32: Remover, int8: Remover, image: ImageInput, max_megapixels: float | None = None
-) -> PrecisionComparison:
-    """Run ``image`` through both removers (decoded once) and measure what int8 changes."""
-    a = fp32.remove(image, max_megapixels)
-    b = int8.remove(a.image)  # the same decoded pixels
-    metrics = fidelity(a.mask, b.mask, a.raw, b.raw)
-    metrics["infer_fp32_s"] = a.timings["infer"]
-    metrics["infer_int8_s"] = b.timings["infer"]
-    assert a.raw is not None and b.raw is not None  # Remover.finish always sets it
-    raw_a, raw_b = _unit_to_uint8(a.raw), _unit_to_uint8(b.raw)
-    return PrecisionComparison(
-        a,
-        b,
-        metrics,
-        diff=mask_difference(a.mask, b.mask),
-        fp32_raw=raw_a,
-        int8_raw=raw_b,
-        raw_diff=mask_difference(raw_a, raw_b),
-    )
+) -> Comparison:
+    """The default pair: what int8 changes against fp32 (see :func:`compare`)."""
+    return compare(fp32, int8, image, max_megapixels)

@@ -14,13 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from .comparison import compare_precisions
+from .comparison import compare, is_precision_pair, parse_side
 from .errors import BgRemoverError, UsageError
 from .imaging import from_array, read_image
 from .output import write_image
 from .pipeline import EngineConfig, Remover
 from .plan import plan_batch, resolve_output
-from .quantize import DEFAULT_RECIPE
 from .report import comparison_sheet
 from .session import CPU, SessionPool, available_providers, runtime_conflict
 
@@ -33,9 +32,17 @@ def _err(message: str) -> None:
 def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
     """For each image: a side-by-side PNG and a JSON file of metrics; a summary at the end.
 
-    ``progress`` (the CLI's TerminalProgress) shows what is being done: a display on a
-    terminal, a line per image in a log.
+    The sides are ``--a`` and ``--b`` (default: ``--model`` fp32 and int8). ``progress``
+    (the CLI's TerminalProgress) shows what is being done: a display on a terminal, a
+    line per image in a log.
     """
+    side_a = parse_side(getattr(args, "a", None), "--a", args.model, "fp32")
+    side_b = parse_side(getattr(args, "b", None), "--b", args.model, "int8")
+    if side_a == side_b:
+        raise UsageError(
+            f"--a and --b are the same ({side_a[0]} {side_a[1]}): nothing to compare. "
+            "Give two different models or precisions, e.g. --a u2netp --b isnet-imgly."
+        )
     target = resolve_output(args.images, args.output)
     if target.single_file and target.fmt != "png":
         raise UsageError(
@@ -49,40 +56,45 @@ def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
         _err("bgremover: nothing could run: no image to compare (see above). "
              "Check the paths and try again.")  # fmt: skip
         return 2
-    report = progress.task(args.model)
     config = EngineConfig(
         args.model, providers=args.providers, threads=args.threads, recipe=args.recipe
     )
     pool = SessionPool(capacity=2)
-    fp32 = Remover.from_config(replace(config, precision="fp32"), pool=pool, progress=report)
-    int8 = Remover.from_config(replace(config, precision="int8"), pool=pool, progress=report)
-    fp32.load()
-    int8.load()
+    removers = []
+    for model, precision in (side_a, side_b):
+        # Both sides are checked (an unknown name, int8 not offered) before any download.
+        side = replace(config, model=model, precision=precision)
+        removers.append(Remover.from_config(side, pool=pool, progress=progress.task(model)))
+    a_side, b_side = removers
+    a_side.load()
+    b_side.load()
     progress.clear()
     rows = []
     failed = len(plan.problems)
     total = len(plan.jobs)
+    label_a = label_b = ""
     for number, job in enumerate(plan.jobs, 1):
         progress.step(f"comparing {job.source.name} ({number}/{total})...")
         try:
-            c = compare_precisions(fp32, int8, job.source)
-            a, b, m = c.fp32, c.int8, c.metrics
-            m.update(
-                image=str(job.source),
-                model=fp32.spec.name,
-                recipe=int8.recipe or "default",
-                providers_fp32=list(a.providers),
-                providers_int8=list(b.providers),
-                heat_scale=args.heat_scale,
-            )
+            c = compare(a_side, b_side, job.source)
+            a, b, m = c.a, c.b, c.metrics
+            label_a, label_b = c.label_a, c.label_b
+            m.update(image=str(job.source), heat_scale=args.heat_scale)
+            if is_precision_pair(a_side, b_side):  # the keys of the fp32 | int8 JSON
+                m.update(
+                    model=a_side.spec.name,
+                    recipe=b_side.recipe or "default",
+                    providers_fp32=list(a.providers),
+                    providers_int8=list(b.providers),
+                )
             height, width = a.mask.shape
             caption = [
-                f"{job.source.name}  {width}x{height}   model {fp32.spec.name}, "
-                f"int8 recipe {int8.recipe or DEFAULT_RECIPE}",
+                f"{job.source.name}  {width}x{height}   A = {label_a}, B = {label_b}"
+                + (f", int8 recipe {b_side.int8_recipe}" if b_side.precision == "int8" else ""),
                 f"mean |d alpha| {m['mean_abs']:.4f}   edge band |d alpha| {m['band_abs']:.4f}"
                 f"   max |d alpha| {m['max_abs']:.3f}   IoU {m['iou']:.4f}",
-                f"inference fp32 {1000 * a.timings['infer']:.0f} ms, "
-                f"int8 {1000 * b.timings['infer']:.0f} ms",
+                f"inference A ({label_a}) {1000 * a.timings['infer']:.0f} ms, "
+                f"B ({label_b}) {1000 * b.timings['infer']:.0f} ms",
             ]
             sheet = comparison_sheet(a.image.rgb, a.mask, b.mask, caption, args.heat_scale)
             write_image(sheet, job.output, "png")
@@ -99,12 +111,17 @@ def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
               f"edge band |Δα| {m['band_abs']:.4f} -> {job.output} "
               f"(and {json_path.name})", flush=True)  # fmt: skip
     if rows:
-        speed = statistics.median(r["infer_fp32_s"] / r["infer_int8_s"] for r in rows)
+        speed = statistics.median(r["infer_a_s"] / r["infer_b_s"] for r in rows)
+        pace = (
+            f"B ({label_b}) {speed:.2f}× the speed of A ({label_a})"
+            if speed >= 1
+            else f"B ({label_b}) takes {1 / speed:.1f}× the time of A ({label_a})"
+        )
         print(
             f"{len(rows)} compared: mean IoU {np.mean([r['iou'] for r in rows]):.4f} "
             f"(min {min(r['iou'] for r in rows):.4f}), mean |Δα| "
             f"{np.mean([r['mean_abs'] for r in rows]):.4f}, edge band |Δα| "
-            f"{np.mean([r['band_abs'] for r in rows]):.4f}, int8 {speed:.2f}× the speed of fp32",
+            f"{np.mean([r['band_abs'] for r in rows]):.4f}, {pace}",
             flush=True,
         )
     return 1 if failed else 0
