@@ -204,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="int8 is faster; it is made from the fp32 model on first use "
         "(see `bgremover compare` for what it changes)",
     )
+    _family_arguments(rm)
     rm.add_argument(
         "--no-refine",
         dest="refine",
@@ -276,6 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = action("list", help="list the registry's models and what is cached")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
+    fam = action("families", help="describe the model families and how each prepares photos")
+    fam.add_argument("--json", action="store_true", help="machine-readable output")
     pull = action("pull", help="download and verify a model into the cache")
     pull.add_argument("name", help="model name")
     quant = action("quantize", help="make the int8 version of a model (cached)")
@@ -378,6 +381,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
+
+
+def _family_arguments(parser: argparse.ArgumentParser) -> None:
+    from .families import FAMILIES
+
+    parser.add_argument(
+        "--family",
+        choices=list(FAMILIES),
+        metavar="FAMILY",
+        help="for a model file of your own (--model PATH): the family it belongs to, which "
+        "decides how photos are prepared for it (default: read from the file; see "
+        "`bgremover models families`)",
+    )
+    parser.add_argument(
+        "--classes",
+        type=lambda text: tuple(c.strip() for c in text.split(",") if c.strip()),
+        default=(),
+        metavar="NAMES",
+        help="for class-map models (u2net_cloth_seg): the classes that make the mask, "
+        "comma-separated (upper, lower, full; default: all of them)",
+    )
+    parser.add_argument(
+        "--resolution",
+        type=int,
+        metavar="PX",
+        help="for models with a free input size (birefnet-dynamic): the long side of the "
+        "model's input, e.g. 2048 for more detail on large photos (slower, more memory; "
+        "default 1024)",
+    )
 
 
 def _export_arguments(rm: argparse.ArgumentParser) -> None:
@@ -557,6 +589,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "models":
             if args.models_command == "list":
                 return cmd_models_list(args)
+            if args.models_command == "families":
+                return cmd_models_families(args)
             if args.models_command == "pull":
                 return cmd_models_pull(args)
             if args.models_command == "quantize":
@@ -611,13 +645,50 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         print(json.dumps({"cache": str(store.models_dir), "models": records}, indent=2))
         return EXIT_OK
     print(f"Model cache: {store.models_dir}")
+    print(f"  {'NAME':<22} {'FAMILY':<16} {'PREC':<5} {'SIZE':>13}  {'':<14} LICENCE")
     for r in records:
         state = "cached" if r["path"] else "not downloaded"
-        size = f"{r['bytes'] / 1e6:.1f} MB"
-        mark = " (default)" if r["default"] else ""
+        size = ("" if r["bytes_exact"] else "about ") + _megabytes(r["bytes"])
+        licence = ("NON-COMMERCIAL: " if r["non_commercial"] else "") + r["licence"]
         print(
-            f"  {r['name']:<18} {r['precision']:<5} {size:>9}  {state:<15} {r['description']}{mark}"
+            f"  {r['name']:<22} {r['family'] or '?':<16} {r['precision']:<5} {size:>13}  "
+            f"{state:<14} {licence}"
         )
+        mark = " (default)" if r["default"] else ""
+        print(f"  {'':<22} {r['description']}{mark}")
+    return EXIT_OK
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.0f} MB" if size >= 100e6 else f"{size / 1e6:.1f} MB"
+
+
+def cmd_models_families(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from .families import FAMILIES
+    from .models import REGISTRY
+
+    if args.json:
+        print(json.dumps([asdict(f) for f in FAMILIES.values()], indent=2))
+        return EXIT_OK
+    for family in FAMILIES.values():
+        models = [s.name for s in REGISTRY.values() if s.family == family]
+        side = f"{family.input_size} px" + (
+            f" long side (free size, multiple of {family.multiple})" if family.dynamic else ""
+        )
+        print(f"{family.name}: {family.description}")
+        print(
+            f"    input {side}, {family.resize}, scaled by "
+            f"{'the image maximum' if family.scaling == 'max' else '255'}, mean "
+            f"{family.mean}, std {family.std}, {family.channels.upper()}; mask: output "
+            f"{family.output}"
+            + (f", activation {family.activation}" if family.activation != "none" else "")
+            + f", {family.normalisation}"
+            + (f"; classes {', '.join(family.class_names[1:])}" if family.classes else "")
+        )
+        listed = ", ".join(models) or "none in the registry (use --model PATH --family)"
+        print(f"    int8: {', '.join(family.int8) or 'not offered'}; models: {listed}")
     return EXIT_OK
 
 
@@ -655,15 +726,17 @@ def cmd_models_pull(args: argparse.Namespace) -> int:
 
 def cmd_models_quantize(args: argparse.Namespace) -> int:
     from .models import ModelStore, resolve_spec
+    from .pipeline import Remover
     from .quantize import DEFAULT_RECIPE, ensure_int8, int8_path
 
     spec = resolve_spec(args.name)
     store = ModelStore()
-    recipe = args.recipe or DEFAULT_RECIPE
+    family = Remover(spec).family
+    recipe = args.recipe or family.default_int8 or DEFAULT_RECIPE
     progress = TerminalProgress(enabled=not args.quiet)
     report = progress.task(spec.name)
     fp32 = store.ensure(spec, lambda done, total: report("download", done, total))
-    target = int8_path(store, spec, fp32, recipe, args.calibration)
+    target = int8_path(store, spec, fp32, recipe, args.calibration, family)
     if args.force and target.exists():
         target.unlink()
     start = time.monotonic()
@@ -674,6 +747,7 @@ def cmd_models_quantize(args: argparse.Namespace) -> int:
         args.calibration,
         lambda done, total: report("quantize", done, total),
         fp32,
+        family,
     )
     progress.clear()
     print(f"{spec.name} int8 ({recipe}): {path} ({time.monotonic() - start:.1f} s)")
@@ -724,7 +798,10 @@ def cmd_remove(args: argparse.Namespace) -> int:
         jobs = (replace(plan.jobs[0], edits=load_edits(args.edits)),)
 
     progress = TerminalProgress(enabled=not args.quiet)
-    config = EngineConfig(args.model, args.precision, args.providers, args.threads, args.refine)
+    config = EngineConfig(
+        args.model, args.precision, args.providers, args.threads, args.refine,
+        family=args.family, classes=args.classes, resolution=args.resolution,
+    )  # fmt: skip
     remover = Remover.from_config(config, progress=progress.task(args.model))
     info = remover.load()  # obtain the model before the first image, with its own progress
     progress.clear()

@@ -76,6 +76,11 @@ class Family:
         if self.dynamic and self.resize != "stretch":
             raise ValueError(f"family {self.name}: a dynamic input keeps the aspect already")
 
+    @property
+    def default_int8(self) -> str | None:
+        """The int8 recipe this family uses unless told otherwise; None: no int8."""
+        return self.int8[0] if self.int8 else None
+
     def preprocessing_key(self) -> str:
         """The facts that decide the model's input (what int8 calibration depends on)."""
         return repr(

@@ -227,9 +227,9 @@ REGISTRY: dict[str, ModelSpec] = {
                 Source("chunks", _IMGLY_CDN, "/models/medium"),
                 Source("npm", _IMGLY_DATA, "/models/medium"),
             ),
-            # The model is xuebinqin/DIS (MIT/Apache-2.0 per its ThirdPartyLicenses.json);
-            # the package that carries it is AGPL-3.0, so it is downloaded, never bundled.
-            licence="AGPL-3.0 (the IMG.LY package; model credited to DIS, Qin et al. 2022)",
+            # The package that carries it is AGPL-3.0 (its ThirdPartyLicenses.json credits the
+            # model to xuebinqin/DIS, MIT), so it is downloaded on request, never bundled.
+            licence="AGPL-3.0 (IMG.LY's package; the model credited to DIS, MIT)",
             homepage="https://github.com/imgly/background-removal-js",
         ),
         _entry(

@@ -151,6 +151,10 @@ class EngineConfig:
     #: For class-map models (clothes): the class names or numbers that make the mask;
     #: empty for the family's default (all of them).
     classes: tuple[str, ...] = ()
+    #: For models with a free input size (``birefnet-dynamic``): the long side of the
+    #: model's input in pixels, for more detail on large photos (slower); None: the
+    #: family's default.
+    resolution: int | None = None
 
 
 class Remover:
@@ -179,11 +183,13 @@ class Remover:
         pool: SessionPool | None = None,
         family: str | None = None,
         classes: tuple[str, ...] = (),
+        resolution: int | None = None,
     ) -> None:
         if precision not in PRECISIONS:
             raise UsageError(f"Unknown precision {precision!r}; use fp32 or int8.")
         self.spec = resolve_spec(model, family) if isinstance(model, str) else model
         self.classes = tuple(classes)
+        self.resolution = resolution
         self._family: Family | None = None
         if self.spec.family is not None:
             self._family = self._choose_classes(self.spec.family)
@@ -225,6 +231,7 @@ class Remover:
             pool=pool,
             family=config.family,
             classes=config.classes,
+            resolution=config.resolution,
         )
 
     def session_key(self) -> tuple[Any, ...]:
@@ -241,11 +248,10 @@ class Remover:
     @property
     def int8_recipe(self) -> str:
         """The int8 recipe: the one asked for, else the family's default."""
-        family = self.spec.family
-        return self.recipe or (family.int8[0] if family and family.int8 else DEFAULT_RECIPE)
+        return self.recipe or self.family.default_int8 or DEFAULT_RECIPE
 
     def _session(self) -> tuple[Any, SessionInfo]:
-        return self.pool.get(self.session_key(), self._create_session)
+        return self.pool.get(self.session_key(), self._create_session, self.spec.bytes)
 
     def _choose_classes(self, family: Family) -> Family:
         if not self.classes:
@@ -319,14 +325,32 @@ class Remover:
         )
 
     def load(self) -> SessionInfo:
-        """Obtain the model and create the session now (otherwise done on first use)."""
-        return self._session()[1]
+        """Obtain the model and create the session now (otherwise done on first use); a
+        model file's family, the classes and resolution asked for are settled here too."""
+        info = self._session()[1]
+        self.input_size  # noqa: B018 (reads a file's signature; checks --classes, --resolution)
+        return info
 
     @property
     def input_size(self) -> int:
         """The side of the model's square input, as declared by the file when fixed (for
-        a dynamic input, the family's long side)."""
-        return self.load().input_size or self.family.input_size
+        a free input size, the long side asked for, else the family's)."""
+        declared = self._session()[1].input_size
+        family = self.family
+        if self.resolution is not None:
+            if declared is not None or not family.dynamic:
+                raise UsageError(
+                    f"{self.spec.name} takes a fixed {declared or family.input_size} px input; "
+                    "--resolution applies to models with a free input size "
+                    "(the birefnet-dynamic family)."
+                )
+            if not family.multiple <= self.resolution <= family.max_size:
+                raise UsageError(
+                    f"--resolution {self.resolution} is outside what {self.spec.name} takes: "
+                    f"{family.multiple} to {family.max_size} px."
+                )
+            return self.resolution
+        return declared or family.input_size
 
     def infer(self, batch: np.ndarray) -> np.ndarray:
         """Run the model on a preprocessed (1, 3, h, w) batch; returns the family's mask

@@ -346,23 +346,31 @@ class SessionPool:
     Keyed by what decides a session (the model file's identity, precision, providers,
     threads), never by options applied after inference (refinement, composition), so
     toggling those reuses the session. At most ``capacity`` sessions are kept; the least
-    recently used one is released when another is needed. A released session is freed
-    once the last caller holding it is done with it.
+    recently used one is released when another is needed. With a ``budget`` (bytes), sessions
+    are also released, least recently used first, while the models held weigh more than
+    it (each weighs its model file's size, as the caller says): one 1 GB BiRefNet does not
+    sit beside two others after the user has moved on. The newest session is always kept.
+    A released session is freed once the last caller holding it is done with it.
 
     Lookups may come from several threads (a batch's inference and finishing threads);
     two threads asking for the same new key create it once.
     """
 
-    def __init__(self, capacity: int = 3) -> None:
+    def __init__(self, capacity: int = 3, budget: int | None = None) -> None:
         if capacity < 1:
             raise ValueError("a session pool holds at least one session")
         self.capacity = capacity
+        self.budget = budget
         self._sessions: OrderedDict[Hashable, tuple[Any, SessionInfo]] = OrderedDict()
+        self._weights: dict[Hashable, int] = {}
         self._lock = threading.Lock()
         self._creating: dict[Hashable, threading.Lock] = {}
 
-    def get(self, key: Hashable, create: SessionFactory) -> tuple[Any, SessionInfo]:
-        """The session for ``key``, made by ``create`` (outside the pool's lock) if missing."""
+    def get(
+        self, key: Hashable, create: SessionFactory, weight: int = 0
+    ) -> tuple[Any, SessionInfo]:
+        """The session for ``key``, made by ``create`` (outside the pool's lock) if missing;
+        ``weight`` is what it counts against the budget (its model file's bytes)."""
         with self._lock:
             if key in self._sessions:
                 self._sessions.move_to_end(key)
@@ -376,11 +384,18 @@ class SessionPool:
             made = create()
             with self._lock:
                 self._sessions[key] = made
+                self._weights[key] = weight
                 self._creating.pop(key, None)
-                while len(self._sessions) > self.capacity:
+                while len(self._sessions) > 1 and (
+                    len(self._sessions) > self.capacity or self._over_budget()
+                ):
                     old, _ = self._sessions.popitem(last=False)
+                    self._weights.pop(old, None)
                     log.debug("Released the least recently used session %s", old)
             return made
+
+    def _over_budget(self) -> bool:
+        return self.budget is not None and sum(self._weights.values()) > self.budget
 
     def keys(self) -> list[Hashable]:
         """The keys held, least recently used first."""
@@ -391,6 +406,7 @@ class SessionPool:
         """Release every session (each is freed when its last user is done with it)."""
         with self._lock:
             self._sessions.clear()
+            self._weights.clear()
 
     def __len__(self) -> int:
         with self._lock:

@@ -204,7 +204,7 @@ def test_models_list_int8_row_shows_its_own_size(u2netp_int8_path: Path) -> None
     """The int8 row's size and description are the int8 file's, not the fp32 model's."""
     size = f"{u2netp_int8_path.stat().st_size / 1e6:.1f} MB"
     lines = run_cli("models", "list", check=True).stdout.splitlines()
-    int8_rows = [line for line in lines if line.split()[:2] == ["u2netp", "int8"]]
+    int8_rows = [line for line in lines if line.split()[:3] == ["u2netp", "u2net", "int8"]]
     assert int8_rows, lines
     for row in int8_rows:
         assert size in row and "4.6 MB" not in row, row

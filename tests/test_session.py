@@ -109,6 +109,24 @@ def test_pool_releases_the_least_recently_used_session(tmp_path: Path, rgb_gradi
     assert released[3]() is None
 
 
+def test_pool_budget_releases_heavy_sessions_but_keeps_the_newest() -> None:
+    """Model bytes count: two light sessions and one heavy one do not fit a budget the heavy
+    one alone nearly fills, so the oldest go; a session heavier than the budget still runs."""
+    pool = SessionPool(capacity=3, budget=1000)
+
+    def make(name: str):
+        return lambda: (name, name)
+
+    pool.get("a", make("a"), 100)
+    pool.get("b", make("b"), 100)
+    assert pool.keys() == ["a", "b"]
+    pool.get("big", make("big"), 900)
+    assert pool.keys() == ["b", "big"]  # 1100 > 1000: the oldest went, 1000 fits
+    pool.get("huge", make("huge"), 5000)
+    assert pool.keys() == ["huge"]  # over the budget alone, but the newest is kept
+    assert pool.get("huge", make("other"), 5000) == ("huge", "huge")
+
+
 def test_pool_creates_a_session_once_for_concurrent_callers() -> None:
     import threading
 
