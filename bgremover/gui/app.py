@@ -1,4 +1,5 @@
-"""``bgremover-gui [FILES or FOLDERS...] [--compare] [--screenshot OUT.png]``."""
+"""``bgremover-gui [FILES or FOLDERS...] [--compare] [--compare-a/-b MODEL[:PRECISION]]
+[--screenshot OUT.png]``."""
 
 from __future__ import annotations
 
@@ -19,8 +20,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bgremover-gui", description="bgremover desktop app")
     parser.add_argument("paths", nargs="*", type=Path, help="images or folders to open")
     parser.add_argument(
-        "--compare", action="store_true", help="show the fp32 | int8 comparison of the first image"
+        "--compare", action="store_true", help="show the A | B comparison of the first image"
     )
+    for side, default in (("a", "fp32"), ("b", "int8")):
+        parser.add_argument(
+            f"--compare-{side}",
+            metavar="MODEL[:PRECISION]",
+            help=f"side {side.upper()} of the comparison (implies --compare): a model name or "
+            f".onnx path, with :fp32 or :int8; default: the current model's {default}",
+        )
     parser.add_argument(
         "--screenshot",
         type=Path,
@@ -50,6 +58,23 @@ def _load_runtime() -> BgRemoverError | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    sides = None
+    if args.compare_a or args.compare_b:
+        from ..comparison import parse_side
+
+        args.compare = True
+        try:
+            # None for the model: the current one (a precision alone keeps following it).
+            sides = tuple(
+                parse_side(text, f"--compare-{name}", "", precision)
+                for text, name, precision in (
+                    (args.compare_a, "a", "fp32"),
+                    (args.compare_b, "b", "int8"),
+                )
+            )
+        except BgRemoverError as exc:
+            print(f"bgremover-gui: {exc}", file=sys.stderr)
+            return 2
     # The engine's notes (a model obtained from a mirror, files left by a killed batch
     # removed) and warnings go to the window's status bar.
     logging.getLogger("bgremover").setLevel(logging.INFO)
@@ -86,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             QMessageBox.critical(None, "bgremover cannot start", text)
         return 2
     window = MainWindow()
+    if sides is not None:
+        window.compare.set_sides(*((model or None, precision) for model, precision in sides))
     if hasattr(app, "fileOpened"):  # files opened from the Finder while the app runs
         app.fileOpened.connect(lambda path: window.add_paths([path]))
     window.show()
@@ -135,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 entry = window.current_entry()
                 if (
                     entry is not None
-                    and entry.compared is None
+                    and not window.comparison_current(entry)
                     and not entry.compare_error
                     and entry.status is not Status.FAILED
                 ):

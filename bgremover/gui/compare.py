@@ -1,4 +1,8 @@
-"""The comparison view: fp32 | int8 | |Δα| side by side, locked zoom, and the numbers.
+"""The comparison view: A | B | |Δα| side by side, locked zoom, and the numbers.
+
+A and B are each a model and a precision, chosen above the panes: fp32 and int8 of the
+current model by default, or any two (u2netp against IS-Net, say). Choosing a model not
+downloaded yet asks first, with its size and licence.
 
 The three panes share the space the tab has: side by side, or (for a wide photo, where
 that leaves them mostly empty) the two masks side by side above the difference, or one
@@ -10,7 +14,7 @@ result, so nothing moves when it arrives.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QLinearGradient, QPainter
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -25,8 +29,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..models import PRECISIONS, REGISTRY, ModelStore
 from ..report import DEFAULT_HEAT_SCALE, HEAT_SCALES, heat_lut, heatmap, scale_label
 from .imageconv import to_qimage
+from .model_choice import (
+    DEFAULT_SIDES,
+    Side,
+    confirm_download,
+    model_tooltip,
+    needs_download,
+    spec_label,
+)
 from .views import ImageView, ViewLock
 from .worker import Compared
 
@@ -217,16 +230,142 @@ class PaneArea(QWidget):
         self._arrange()
 
 
-class ComparisonView(QWidget):
-    """Three locked views (fp32 mask, int8 mask, difference) and the fidelity numbers."""
+def offers_int8(model: str) -> bool:
+    """Whether ``model`` has an int8 version (a model file of unknown family: tried)."""
+    spec = REGISTRY.get(model)
+    family = spec.family if spec is not None else None
+    return family is None or bool(family.int8)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+
+class SideChooser(QWidget):
+    """One side of the comparison: a model (the current one, or any registry model,
+    each with its size and whether it is cached) and a precision."""
+
+    #: The user chose another model or precision (a download was agreed to).
+    changed = Signal()
+
+    def __init__(self, name: str, side: Side, store: ModelStore, parent=None) -> None:
         super().__init__(parent)
-        self.fp32_view = ImageView(checkerboard=False)
-        self.int8_view = ImageView(checkerboard=False)
+        self.name = name
+        self._store = store
+        self._current_model = ""
+        self.model_box = QComboBox()
+        # Narrow in the bar (the window's width is not the labels'); the list opens wide.
+        self.model_box.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.model_box.setMinimumContentsLength(20)
+        self.model_box.addItem("current model", None)
+        for spec_name, spec in REGISTRY.items():
+            self.model_box.addItem(spec_name, spec_name)
+            self.model_box.setItemData(
+                self.model_box.count() - 1, model_tooltip(spec), Qt.ItemDataRole.ToolTipRole
+            )
+        self.model_box.setToolTip(f"The model of side {name}")
+        self.precision_box = QComboBox()
+        for precision in PRECISIONS:
+            self.precision_box.addItem(precision, precision)
+        self.precision_box.setToolTip(f"The precision of side {name}")
+        self.refresh_labels()
+        self.set_side(side)
+        self._shown = self.side()
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        label = QLabel(f"{name}:")
+        label.setBuddy(self.model_box)
+        layout.addWidget(label)
+        layout.addWidget(self.model_box)
+        layout.addWidget(self.precision_box)
+        self.model_box.currentIndexChanged.connect(self._chosen)
+        self.precision_box.currentIndexChanged.connect(self._chosen)
+
+    def side(self) -> Side:
+        return self.model_box.currentData(), self.precision_box.currentData()
+
+    def model(self) -> str:
+        """The model this side runs (the current model's name when it follows it)."""
+        return self.model_box.currentData() or self._current_model
+
+    def set_side(self, side: Side) -> None:
+        """Show ``side`` (a model file gets an entry) without reporting a change."""
+        model, precision = side
+        if model is not None and self.model_box.findData(model) < 0:
+            from pathlib import Path
+
+            self.model_box.addItem(Path(model).name, model)
+            self.model_box.setItemData(
+                self.model_box.count() - 1, model, Qt.ItemDataRole.ToolTipRole
+            )
+        for box, value in ((self.model_box, model), (self.precision_box, precision)):
+            box.blockSignals(True)
+            box.setCurrentIndex(max(0, box.findData(value)))
+            box.blockSignals(False)
+        self._offer_precisions()
+        self._shown = self.side()
+
+    def set_current_model(self, model: str) -> None:
+        """The settings' model: what "current model" means."""
+        from pathlib import Path
+
+        self._current_model = model
+        shown = model if model in REGISTRY else Path(model).name
+        self.model_box.setItemText(0, f"current model ({shown})")
+        self._offer_precisions()
+
+    def refresh_labels(self) -> None:
+        for i in range(1, self.model_box.count()):
+            spec = REGISTRY.get(self.model_box.itemData(i))
+            if spec is not None:
+                self.model_box.setItemText(i, spec_label(spec, self._store))
+        metrics = self.model_box.fontMetrics()
+        texts = (self.model_box.itemText(i) for i in range(self.model_box.count()))
+        widest = max((metrics.horizontalAdvance(t) for t in texts), default=0)
+        self.model_box.view().setMinimumWidth(widest + 3 * metrics.averageCharWidth())
+
+    def _offer_precisions(self) -> None:
+        """int8 only for models that have it; such a side falls back to fp32."""
+        int8 = offers_int8(self.model())
+        item = self.precision_box.model().item(self.precision_box.findData("int8"))
+        item.setEnabled(int8)
+        if not int8 and self.precision_box.currentData() == "int8":
+            self.precision_box.blockSignals(True)
+            self.precision_box.setCurrentIndex(self.precision_box.findData("fp32"))
+            self.precision_box.blockSignals(False)
+
+    def _chosen(self) -> None:
+        spec = needs_download(self.model(), self._store)
+        asked = spec is not None and self.model_box.currentData() != self._shown[0]
+        if asked and spec is not None and not confirm_download(self, spec):
+            self.set_side(self._shown)  # Cancel: the side it was
+            return
+        self._offer_precisions()
+        if self.side() != self._shown:
+            self._shown = self.side()
+            self.changed.emit()
+
+
+class ComparisonView(QWidget):
+    """Three locked views (A's mask, B's mask, their difference), the sides' choosers
+    and the fidelity numbers."""
+
+    #: The user chose another side A or B: the comparison must be made again.
+    sides_changed = Signal()
+
+    def __init__(self, store: ModelStore | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        store = store or ModelStore()
+        self.a_view = ImageView(checkerboard=False)
+        self.b_view = ImageView(checkerboard=False)
         self.diff_view = ImageView(checkerboard=False)
-        self.views = (self.fp32_view, self.int8_view, self.diff_view)
+        # The names of the fp32 | int8 view (the default pair).
+        self.fp32_view, self.int8_view = self.a_view, self.b_view
+        self.views = (self.a_view, self.b_view, self.diff_view)
         self.lock = ViewLock(*self.views)
+        self.side_a = SideChooser("A", DEFAULT_SIDES[0], store)
+        self.side_b = SideChooser("B", DEFAULT_SIDES[1], store)
+        for chooser in (self.side_a, self.side_b):
+            chooser.changed.connect(self.sides_changed)
         self.fit_button = QToolButton()
         self.fit_button.setText("Fit")
         self.fit_button.setToolTip("Fit the image to the panes (Ctrl+0)")
@@ -250,18 +389,24 @@ class ComparisonView(QWidget):
         )
         self.scale_box.currentIndexChanged.connect(self._rescale)
         self.legend = HeatLegend()
-        self._heat_cache: dict[tuple[bool, float], QImage] = {}
+        self._heat_cache: dict[tuple[bool, float], QImage | None] = {}
         self.numbers: dict[str, QLabel] = {}
         self.result: Compared | None = None
 
         self.panes = [
-            ComparePane("fp32 mask", self.fp32_view),
-            ComparePane("int8 mask", self.int8_view),
-            ComparePane("|Δα| = |fp32 − int8|", self.diff_view),
+            ComparePane("A mask", self.a_view),
+            ComparePane("B mask", self.b_view),
+            ComparePane("|Δα| = |A − B|", self.diff_view),
         ]
         self.titles = [pane.title for pane in self.panes]
         self.pane_area = PaneArea(self.panes)
         self.placeholder = self.pane_area.placeholder
+
+        sides = QHBoxLayout()
+        sides.addWidget(self.side_a)
+        sides.addSpacing(12)
+        sides.addWidget(self.side_b)
+        sides.addStretch(1)
 
         tools = QHBoxLayout()
         tools.addWidget(self.fit_button)
@@ -280,10 +425,10 @@ class ComparisonView(QWidget):
             ("band", "mean |Δα| (edge band)"),
             ("max", "max |Δα|"),
             ("iou", "IoU at 0.5"),
-            ("t32", "inference fp32"),
-            ("t8", "inference int8"),
+            ("t32", "inference A"),
+            ("t8", "inference B"),
             ("prov", "providers"),
-            ("raw", "raw output range fp32 | int8"),
+            ("raw", "raw output range A | B"),
         ):
             value = QLabel("–")
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -295,10 +440,30 @@ class ComparisonView(QWidget):
         self.numbers_box.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
 
         layout = QVBoxLayout(self)
+        layout.addLayout(sides)
         layout.addLayout(tools)
         layout.addWidget(self.pane_area, 1)
         layout.addWidget(self.numbers_box)
         self.clear()
+
+    # -- the sides -------------------------------------------------------------------
+    def sides(self) -> tuple[Side, Side]:
+        """What A and B are, as chosen: (model or None for the current one, precision)."""
+        return self.side_a.side(), self.side_b.side()
+
+    def set_sides(self, a: Side, b: Side) -> None:
+        """Show these sides as chosen, without reporting a change."""
+        self.side_a.set_side(a)
+        self.side_b.set_side(b)
+
+    def set_current_model(self, model: str) -> None:
+        for chooser in (self.side_a, self.side_b):
+            chooser.set_current_model(model)
+
+    def refresh_model_labels(self) -> None:
+        """A model was downloaded: the choosers say it is cached."""
+        for chooser in (self.side_a, self.side_b):
+            chooser.refresh_labels()
 
     # -- zoom of the locked views ---------------------------------------------------
     def fit(self) -> None:
@@ -307,7 +472,7 @@ class ComparisonView(QWidget):
             view.fit()
 
     def actual_size(self) -> None:
-        self.fp32_view.actual_size()  # the lock gives the others the same zoom
+        self.a_view.actual_size()  # the lock gives the others the same zoom
 
     # -- content -------------------------------------------------------------------
     def clear(self, size: tuple[int, int] | None = None) -> None:
@@ -324,30 +489,33 @@ class ComparisonView(QWidget):
         self.pane_area.set_image_size(size)
         if not self.placeholder.text():
             self.placeholder.setText(
-                "Select an image and this view runs it through the fp32 and int8 models. "
-                "The first comparison makes the int8 model, once; the status bar shows "
-                "its progress and the time left."
+                "Select an image and this view runs it through side A and side B (fp32 "
+                "and int8 of the model unless you choose others above). The first "
+                "comparison makes the int8 model, once; the status bar shows its progress "
+                "and the time left."
             )
+        self._refresh()
         self.placeholder.show()
 
     def set_result(self, result: Compared) -> None:
         if result is not self.result:
             self._heat_cache = {(False, DEFAULT_HEAT_SCALE): result.heat}
         self.result = result
-        m = result.metrics
+        c, m = result.comparison, result.metrics
         self.numbers["mean"].setText(f"{m['mean_abs']:.4f}")
         self.numbers["band"].setText(
-            f"{m['band_abs']:.4f}  (±{m['band_radius']} px around the fp32 outline, "
+            f"{m['band_abs']:.4f}  (±{m['band_radius']} px around A's outline, "
             f"{100 * m['band_fraction']:.1f} % of the image)"
         )
         self.numbers["max"].setText(f"{m['max_abs']:.3f}")
         self.numbers["iou"].setText(f"{m['iou']:.4f}")
-        t32, t8 = m["infer_fp32_s"], m["infer_int8_s"]
-        self.numbers["t32"].setText(f"{1000 * t32:.0f} ms")
-        self.numbers["t8"].setText(f"{1000 * t8:.0f} ms  ({t32 / max(t8, 1e-9):.2f}× fp32 speed)")
+        ta, tb = m["infer_a_s"], m["infer_b_s"]
+        self.numbers["t32"].setText(f"{1000 * ta:.0f} ms  ({c.label_a})")
+        ratio = c.speed_ratio
+        pace = f"{ratio:.2f}× the speed of A" if ratio >= 1 else f"{1 / ratio:.1f}× the time of A"
+        self.numbers["t8"].setText(f"{1000 * tb:.0f} ms  ({c.label_b}: {pace})")
         self.numbers["prov"].setText(
-            f"fp32: {', '.join(result.comparison.fp32.providers)}   "
-            f"int8: {', '.join(result.comparison.int8.providers)}"
+            f"A: {', '.join(c.a.providers)}   B: {', '.join(c.b.providers)}"
         )
         ra, rb = m["raw_reference"], m["raw_other"]
         self.numbers["raw"].setText(
@@ -360,26 +528,37 @@ class ComparisonView(QWidget):
 
     def _refresh(self) -> None:
         raw = self.raw_toggle.isChecked()
-        self.legend.title = LEGEND_TITLES[1] if raw else LEGEND_TITLES[0]
-        self.titles[0].setText("fp32 raw output" if raw else "fp32 mask")
-        self.titles[1].setText("int8 raw output" if raw else "int8 mask")
-        self.titles[2].setText("|fp32 − int8| (raw)" if raw else "|Δα| = |fp32 − int8|")
-        self.legend.update()
         r = self.result
+        self.legend.title = LEGEND_TITLES[1] if raw else LEGEND_TITLES[0]
+        what = "raw output" if raw else "mask"
         if r is None:
+            self.titles[0].setText(f"A {what}")
+            self.titles[1].setText(f"B {what}")
+            self.titles[2].setText("|A − B| (raw)" if raw else "|Δα| = |A − B|")
+            self.legend.update()
             return
-        self.fp32_view.set_image(r.fp32_raw if raw else r.fp32_mask, r.size)
-        self.int8_view.set_image(r.int8_raw if raw else r.int8_mask, r.size)
+        c = r.comparison
+        self.titles[0].setText(f"A: {c.label_a} {what} · {1000 * c.metrics['infer_a_s']:.0f} ms")
+        self.titles[1].setText(f"B: {c.label_b} {what} · {1000 * c.metrics['infer_b_s']:.0f} ms")
+        if raw and c.raw_diff is None:
+            (ha, wa), (hb, wb) = c.raw_a.shape, c.raw_b.shape
+            self.titles[2].setText(f"no |A − B| of raw outputs {wa}×{ha} and {wb}×{hb}")
+        else:
+            self.titles[2].setText("|A − B| (raw)" if raw else "|Δα| = |A − B|")
+        self.legend.update()
+        self.a_view.set_image(r.a_raw if raw else r.a_mask, r.size)
+        self.b_view.set_image(r.b_raw if raw else r.b_mask, r.size)
         self.diff_view.set_image(self._heat(raw), r.size)
 
-    def _heat(self, raw: bool) -> QImage:
+    def _heat(self, raw: bool) -> QImage | None:
+        """The heatmap shown; None for raw outputs of different sizes (no such difference)."""
         assert self.result is not None
         scale = float(self.scale_box.currentData())
         key = (raw, scale)
         if key not in self._heat_cache:
             c = self.result.comparison
             diff = c.raw_diff if raw else c.diff
-            self._heat_cache[key] = to_qimage(heatmap(diff, scale))
+            self._heat_cache[key] = None if diff is None else to_qimage(heatmap(diff, scale))
         return self._heat_cache[key]
 
     def _rescale(self) -> None:

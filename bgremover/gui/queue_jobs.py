@@ -27,6 +27,7 @@ from ..edit import Edits, Operation
 from ..errors import ModelError
 from ..pipeline import EngineConfig
 from .jobs import Job, JobEnd, JobRunner, JobState
+from .model_choice import DEFAULT_SIDES, Side
 from .queue import EditRequest, QueueEntry, QueueModel, Status
 from .settings import Settings
 from .worker import Preparing, Processed, Worker, apply_edit, needs_model, restage
@@ -35,6 +36,22 @@ from .worker import Preparing, Processed, Worker, apply_edit, needs_model, resta
 def model_key(config: EngineConfig) -> EngineConfig:
     """What decides which model session ``config`` needs (refinement does not)."""
     return replace(config, refine=EngineConfig.refine)
+
+
+def side_config(config: EngineConfig, side: Side) -> EngineConfig:
+    """The engine config of one side of a comparison, from the settings' ``config``:
+    another model than the settings' gets its own family (none given) and classes."""
+    model, precision = side
+    if model is not None and model != config.model:
+        config = replace(config, model=model, family=None, classes=())
+    return model_key(replace(config, precision=precision))
+
+
+def compare_pair(
+    config: EngineConfig, sides: tuple[Side, Side]
+) -> tuple[EngineConfig, EngineConfig]:
+    """The configs of sides A and B: what a comparison made for ``sides`` is keyed by."""
+    return side_config(config, sides[0]), side_config(config, sides[1])
 
 
 class QueueJobs(QObject):
@@ -103,19 +120,39 @@ class QueueJobs(QObject):
         self.changed.emit(entry)
         return job
 
-    def compare(self, entry: QueueEntry) -> None:
-        """Compare fp32 and int8 for ``entry``."""
-        config, source = self._settings().engine(), entry.source
+    def compare(self, entry: QueueEntry, sides: tuple[Side, Side] = DEFAULT_SIDES) -> Job:
+        """Compare side A and side B (default: fp32 and int8 of the model) for ``entry``.
+
+        It waits for the models' preparation jobs (a download runs once, with its size
+        and Cancel in the status bar); cancelling the job stops it, download included.
+        """
+        a, b = compare_pair(self._settings().engine(), sides)
+        source = entry.source
+        # Each int8 model is made from its fp32 one: preparing it prepares both. The
+        # engine runs jobs in order, so A's preparation runs before B's.
+        prepare_a, prepare_b = self.prepare(a), self.prepare(b)
         job = self.engine.submit(
             "compare",
-            lambda ctx: self.worker.compare(ctx, source, config),
-            tag=("compare", entry.item_id, config),
+            lambda ctx: self.worker.compare(ctx, source, a, b),
+            tag=("compare", entry.item_id, (a, b)),
             on_end=self._on_compare_end,
             on_progress=self.report_progress,
-            # The int8 model is made from the fp32 one: preparing it prepares both.
-            after=self.prepare(replace(config, precision="int8")),
+            after=prepare_b or prepare_a,
         )
         entry.compare_job, entry.compare_error, entry.compare_cancelled = job.id, "", False
+        return job
+
+    def compare_pending(self, entry: QueueEntry) -> tuple[EngineConfig, EngineConfig] | None:
+        """The pair (A, B configs) of ``entry``'s comparison being made; None when none is."""
+        job = self.engine.job(entry.compare_job) if entry.compare_job is not None else None
+        return job.tag[-1] if job is not None else None
+
+    def drop_comparison(self, entry: QueueEntry) -> None:
+        """Forget ``entry``'s comparison, cancelling the one being made (other sides)."""
+        if entry.compare_job is not None:
+            self.engine.cancel(entry.compare_job)
+            entry.compare_job = None
+        entry.compared, entry.compare_error, entry.compare_cancelled = None, "", False
 
     def update(self, entry: QueueEntry) -> Job | None:
         """Bring ``entry``'s result up to the current settings, running again only the

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 from ..models import PRECISIONS, REGISTRY, ModelStore
 from ..session import available_providers
 from .export_panel import BACKGROUNDS, CHOOSE_COLOUR, ExportPanel, colour_swatch, select_data
+from .model_choice import confirm_download, model_label, model_tooltip, needs_download, spec_label
 from .settings import Settings
 
 #: What each precision means to a user choosing it.
@@ -27,15 +28,14 @@ APPLIES_TO = (
     "Changes apply at once to the image shown, and to the others when you view or "
     "save them, and to batches. Edit ▸ Reprocess All (Ctrl+R) redoes the whole queue now."
 )
-__all__ = ["BACKGROUNDS", "CHOOSE_COLOUR", "SettingsPanel", "colour_swatch", "select_data"]
-
-
-def model_label(name: str, size_bytes: int, cached: bool) -> str:
-    """A registry model's name, with what there is to download when it is not cached."""
-    if cached:
-        return name
-    mb = size_bytes / 1e6
-    return f"{name} ({mb:.1f} MB download)" if mb < 10 else f"{name} ({mb:.0f} MB download)"
+__all__ = [
+    "BACKGROUNDS",
+    "CHOOSE_COLOUR",
+    "SettingsPanel",
+    "colour_swatch",
+    "model_label",
+    "select_data",
+]
 
 
 class SettingsPanel(QWidget):
@@ -52,15 +52,22 @@ class SettingsPanel(QWidget):
         super().__init__(parent)
         self._store = store
         self.model_box = QComboBox()
+        # The labels (size, cached, licence mark) are long: the list opens wide instead.
+        self.model_box.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.model_box.setMinimumContentsLength(20)
         for name, spec in REGISTRY.items():
             self.model_box.addItem(name, name)
             self.model_box.setItemData(
-                self.model_box.count() - 1, spec.description, Qt.ItemDataRole.ToolTipRole
+                self.model_box.count() - 1, model_tooltip(spec), Qt.ItemDataRole.ToolTipRole
             )
         self.refresh_model_labels()
         if settings.model not in REGISTRY:
             self.model_box.addItem(Path(settings.model).name, settings.model)
         select_data(self.model_box, settings.model)
+        #: The model chosen: what a cancelled download question goes back to.
+        self._model = settings.model
         self.precision_box = QComboBox()
         for precision in PRECISIONS:
             self.precision_box.addItem(PRECISION_LABELS.get(precision, precision), precision)
@@ -118,9 +125,7 @@ class SettingsPanel(QWidget):
         column.addStretch(1)
         self.setMaximumWidth(380)
 
-        self.model_box.currentIndexChanged.connect(
-            lambda: self._emit(model=self.model_box.currentData())
-        )
+        self.model_box.currentIndexChanged.connect(self._model_chosen)
         self.precision_box.currentIndexChanged.connect(
             lambda: self._emit(precision=self.precision_box.currentData())
         )
@@ -138,6 +143,17 @@ class SettingsPanel(QWidget):
     def _emit(self, **changes: object) -> None:
         self.changed.emit(changes)
 
+    def _model_chosen(self) -> None:
+        """A model not downloaded yet is asked about first (size, licence); Cancel keeps
+        the model there was."""
+        model = self.model_box.currentData()
+        spec = needs_download(model, self._store)
+        if spec is not None and not confirm_download(self, spec):
+            self.show_model(self._model)
+            return
+        self._model = model
+        self._emit(model=model)
+
     # -- what the window tells the pane ------------------------------------------
     def show_model(self, model: str) -> None:
         """Show ``model`` as chosen (adding a model file's entry) without reporting a change."""
@@ -149,6 +165,7 @@ class SettingsPanel(QWidget):
         self.model_box.blockSignals(True)
         select_data(self.model_box, model)
         self.model_box.blockSignals(False)
+        self._model = model
 
     def forget_model_file(self, model: str) -> None:
         """Remove a model file's entry (it could not be used)."""
@@ -159,14 +176,12 @@ class SettingsPanel(QWidget):
             self.model_box.blockSignals(False)
 
     def refresh_model_labels(self) -> None:
-        """Registry models not yet downloaded say how much there is to download."""
+        """Each registry model's size and whether it is cached (else what there is to
+        download); non-commercial weights marked."""
         for i in range(self.model_box.count()):
-            name = self.model_box.itemData(i)
-            spec = REGISTRY.get(name)
-            if spec is None:
-                continue
-            cached = self._store.cached_path(spec) is not None
-            self.model_box.setItemText(i, model_label(name, spec.bytes, cached))
+            spec = REGISTRY.get(self.model_box.itemData(i))
+            if spec is not None:
+                self.model_box.setItemText(i, spec_label(spec, self._store))
         # The list opens wide enough for every label, whatever the pane's width.
         metrics = self.model_box.fontMetrics()
         texts = (self.model_box.itemText(i) for i in range(self.model_box.count()))

@@ -49,14 +49,14 @@ from ..errors import BgRemoverError, EditsError, ModelError
 from ..imaging import IMAGE_EXTENSIONS, LoadedImage, from_array, walk_images
 from ..models import DEFAULT_MODEL, REGISTRY, ModelStore
 from ..output import FORMATS, format_for_path
-from ..pipeline import Result
+from ..pipeline import EngineConfig, Result
 from .compare import ComparisonView
 from .dialogs import BatchDialog, show_error
 from .editing import SIZE_STEP, TOOLS, EditBar, EditTools, overlay_image, tool_tip
 from .imageconv import qimage_to_rgba
 from .jobs import Job, JobEnd, JobRunner, JobState
 from .queue import EditRequest, QueueEntry, QueueModel, Status
-from .queue_jobs import QueueJobs
+from .queue_jobs import QueueJobs, compare_pair
 from .queue_view import QueueView
 from .settings import (
     Settings,
@@ -126,7 +126,7 @@ class MainWindow(QMainWindow):
         self.jobs.changed.connect(self._on_entry_changed)
         self.jobs.settled.connect(self.settled)
         self.jobs.failed.connect(self._report_failure)
-        self.jobs.prepared.connect(lambda _: self.panel.refresh_model_labels())
+        self.jobs.prepared.connect(lambda _: self._refresh_model_labels())
         self.jobs.edited.connect(self._on_edited)
 
         self._build_central()
@@ -134,6 +134,7 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
         self._build_actions()
         self._forget_missing_model_file()
+        self.compare.set_current_model(self.settings.model)
         self._show_current()  # the empty window: the drop zone
         QApplication.instance().installEventFilter(self)  # the before/after key, anywhere
         self.resize(1280, 800)
@@ -211,10 +212,11 @@ class MainWindow(QMainWindow):
         self._view_row = row  # the edit tools go beside the view
         vl.addLayout(row, 1)
 
-        self.compare = ComparisonView()
+        self.compare = ComparisonView(self.store)
+        self.compare.sides_changed.connect(self._on_sides_changed)
         self.tabs = QTabWidget()
         self.tabs.addTab(viewer_page, "Result")
-        self.tabs.addTab(self.compare, "Compare fp32 | int8")
+        self.tabs.addTab(self.compare, "Compare A | B")
         self.tabs.currentChanged.connect(lambda *_: self._on_selection())
 
         splitter = QSplitter()
@@ -319,7 +321,7 @@ class MainWindow(QMainWindow):
             "&Actual Size (100 %)", "Ctrl+1", lambda: self._current_view().actual_size(), view_menu
         )
         view_menu.addSeparator()
-        action("&Compare fp32 | int8", "Ctrl+K", self.show_compare, view_menu)
+        action("&Compare A | B", "Ctrl+K", self.show_compare, view_menu)
         action("&Result", "Ctrl+J", lambda: self.tabs.setCurrentIndex(0), view_menu)
 
         self._build_edit_actions(action)
@@ -431,7 +433,7 @@ class MainWindow(QMainWindow):
         self._mode_bar.insertWidget(len(VIEW_MODES) + 2, self.edit_button)
 
     def _current_view(self) -> ImageView:
-        return self.compare.fp32_view if self.tabs.currentWidget() is self.compare else self.viewer
+        return self.compare.a_view if self.tabs.currentWidget() is self.compare else self.viewer
 
     def _zoom(self, step: float) -> None:
         self._current_view().zoom_by(step)
@@ -517,6 +519,7 @@ class MainWindow(QMainWindow):
         if self._batch_dialog is not None:
             self._batch_dialog.show_settings(self.settings)
         self.panel.show_settings(self.settings)
+        self.compare.set_current_model(self.settings.model)
         if self.settings.engine() != before.engine():
             self.jobs.requeue_waiting()
         if (
@@ -756,10 +759,33 @@ class MainWindow(QMainWindow):
         self._request_current()
         self._show_current()
 
+    def _refresh_model_labels(self) -> None:
+        """A model was prepared (maybe downloaded): the model lists say it is cached."""
+        self.panel.refresh_model_labels()
+        self.compare.refresh_model_labels()
+
+    def compare_pair(self) -> tuple[EngineConfig, EngineConfig]:
+        """The configs of the comparison's sides A and B as chosen now."""
+        return compare_pair(self.settings.engine(), self.compare.sides())
+
+    def comparison_current(self, entry: QueueEntry) -> bool:
+        """``entry`` has the comparison of the sides chosen now."""
+        return entry.compared is not None and entry.compared.pair == self.compare_pair()
+
+    def _on_sides_changed(self) -> None:
+        """The user chose another A or B: the image shown is compared again (the work
+        for the sides before is cancelled)."""
+        entry = self.current_entry()
+        if entry is not None and not self.comparison_current(entry):
+            self.jobs.drop_comparison(entry)
+            self.jobs.check_settled()
+        self._request_current()
+        self._show_current()
+
     def show_compare(self) -> None:
         """Ctrl+K: the comparison tab; a comparison that failed or was cancelled is retried."""
         entry = self.current_entry()
-        if entry is not None and entry.compare_job is None and entry.compared is None:
+        if entry is not None and entry.compare_job is None and not self.comparison_current(entry):
             entry.compare_error, entry.compare_cancelled = "", False
         if self.tabs.currentWidget() is self.compare:
             self._on_selection()
@@ -777,14 +803,16 @@ class MainWindow(QMainWindow):
             self.jobs.process(entry)  # its result was dropped to bound memory: remake it
         elif entry.status is Status.DONE:
             self.jobs.update(entry)
-        if (
-            self.tabs.currentWidget() is self.compare
-            and entry.compared is None
-            and entry.compare_job is None
-            and entry.status is not Status.FAILED
-            and not entry.compare_error
+        if self.tabs.currentWidget() is not self.compare or entry.status is Status.FAILED:
+            return
+        pair = self.compare_pair()
+        pending = self.jobs.compare_pending(entry)
+        if (pending is not None and pending != pair) or (
+            entry.compared is not None and entry.compared.pair != pair
         ):
-            self.jobs.compare(entry)
+            self.jobs.drop_comparison(entry)  # made for other sides
+        if entry.compared is None and entry.compare_job is None and not entry.compare_error:
+            self.jobs.compare(entry, self.compare.sides())
 
     def set_view_mode(self, mode: str) -> None:
         self.view_mode = mode
@@ -911,7 +939,7 @@ class MainWindow(QMainWindow):
         self.setWindowModified(bool(self.unsaved_entries()))
 
     def _show_comparison(self, entry: QueueEntry) -> None:
-        if entry.compared is not None:
+        if entry.compared is not None and self.comparison_current(entry):
             self.compare.set_result(entry.compared)
             return
         size = None  # the photo's, so the panes are arranged for it before the result
@@ -924,13 +952,14 @@ class MainWindow(QMainWindow):
         if entry.compare_error:
             text = f"The comparison failed: {entry.compare_error}"
         elif entry.compare_job is not None:
-            text = "Comparing fp32 and int8…"
+            a, b = self.compare_pair()
+            text = f"Comparing {a.model} {a.precision} and {b.model} {b.precision}…"
         elif entry.compare_cancelled:
             text = "The comparison was cancelled. Press Ctrl+K to compare again."
         elif entry.status is Status.FAILED:
             text = "This image could not be read, so there is nothing to compare."
         else:
-            text = "Press Ctrl+K to compare fp32 and int8 for this image."
+            text = "Press Ctrl+K to compare side A and side B for this image."
         self.compare.placeholder.setText(text)
 
     def _update_enabled(self) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 from PySide6.QtGui import QImage
 
 from ..batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
-from ..comparison import PrecisionComparison, compare_precisions
+from ..comparison import Comparison, compare
 from ..compose import ComposeOptions, Length
 from ..edit import Box, Editor, Edits, Operation
 from ..errors import EditsError
@@ -246,13 +246,15 @@ def apply_edit(
 
 @dataclass(frozen=True)
 class Compared:
-    """A fp32 | int8 comparison and its pictures."""
+    """A comparison of two sides (A, B: model and precision) and its pictures."""
 
-    comparison: PrecisionComparison
-    fp32_mask: QImage
-    int8_mask: QImage
-    fp32_raw: QImage
-    int8_raw: QImage
+    comparison: Comparison
+    #: The configs of sides A and B it was made with (their model keys).
+    pair: tuple[EngineConfig, EngineConfig]
+    a_mask: QImage
+    b_mask: QImage
+    a_raw: QImage
+    b_raw: QImage
     #: The heatmap at the view's default scale, made here to spare the GUI thread.
     heat: QImage
 
@@ -263,7 +265,7 @@ class Compared:
     @property
     def size(self) -> tuple[int, int]:
         """(width, height) of the photo."""
-        h, w = self.comparison.fp32.mask.shape
+        h, w = self.comparison.a.mask.shape
         return w, h
 
 
@@ -303,12 +305,17 @@ class Saved:
     bytes: int
 
 
+#: The model bytes the app's sessions may hold at once (see :class:`SessionPool`).
+SESSION_BUDGET = 2_100_000_000
+
+
 class Worker:
     """The job bodies of the engine thread, and the session pool they share."""
 
     def __init__(self, store: ModelStore | None = None, sessions: int = 3) -> None:
-        #: Every session the app makes: bounded, least recently used released first.
-        self.pool = SessionPool(capacity=sessions)
+        #: Every session the app makes: bounded in number and in model bytes (two 1 GB
+        #: models side by side fit; a third, or a switch, releases the oldest).
+        self.pool = SessionPool(capacity=sessions, budget=SESSION_BUDGET)
         self.store = store
 
     def remover(self, ctx: JobContext, config: EngineConfig) -> Remover:
@@ -344,19 +351,25 @@ class Worker:
         result = result.with_edited_alpha(editor.alpha)
         return processed(result, config, options, editor=editor, segmenter=segmenter, fmt=fmt)
 
-    def compare(self, ctx: JobContext, source: Source, config: EngineConfig) -> Compared:
-        fp32 = self.remover(ctx, replace(config, precision="fp32"))
-        int8 = self.remover(ctx, replace(config, precision="int8"))
-        fp32.load()
-        int8.load()
+    def compare(
+        self, ctx: JobContext, source: Source, a: EngineConfig, b: EngineConfig
+    ) -> Compared:
+        """``source`` through side A and side B; models not yet had are obtained here,
+        reporting their progress (and stopping with the job)."""
+        side_a = self.remover(ctx, a)
+        side_b = self.remover(ctx, b)
+        side_a.load()
         ctx.token.check()
-        c = compare_precisions(fp32, int8, source)
+        side_b.load()
+        ctx.token.check()
+        c = compare(side_a, side_b, source)
         return Compared(
             c,
-            fp32_mask=to_qimage(c.fp32.mask),
-            int8_mask=to_qimage(c.int8.mask),
-            fp32_raw=to_qimage(c.fp32_raw),
-            int8_raw=to_qimage(c.int8_raw),
+            (a, b),
+            a_mask=to_qimage(c.a.mask),
+            b_mask=to_qimage(c.b.mask),
+            a_raw=to_qimage(c.raw_a),
+            b_raw=to_qimage(c.raw_b),
             heat=to_qimage(heatmap(c.diff, DEFAULT_HEAT_SCALE)),
         )
 
