@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import DATA, SAMPLE, run_cli
+from conftest import DATA, SAMPLE, offline_env, run_cli
 
 
 @pytest.mark.model
@@ -86,3 +86,47 @@ def test_sheet_panels_are_512_on_the_long_side() -> None:
         where = np.nonzero(np.all(sheet == (10, 200, 30), axis=2))
         assert where[0].size == panel[0] * panel[1]
         assert (np.ptp(where[1]) + 1, np.ptp(where[0]) + 1) == panel
+
+
+@pytest.mark.model
+def test_compare_any_two_sides_names_both_in_the_json(
+    tmp_path: Path, u2netp_int8_path: Path, tiny_model: Path
+) -> None:
+    """The default pair is fp32 | int8 of --model (its JSON keys kept); --b PATH compares
+    u2netp with another model, and the JSON says which side is which."""
+    default = run_cli("compare", str(SAMPLE), "-o", str(tmp_path / "default"), "-q")
+    assert default.returncode == 0, default.stderr
+    m = json.loads((tmp_path / "default" / "sample.json").read_text())
+    assert (m["a"]["label"], m["b"]["label"]) == ("u2netp fp32", "u2netp int8")
+    assert m["a"]["precision"] == "fp32" and m["b"]["precision"] == "int8"
+    assert m["infer_fp32_s"] == m["infer_a_s"] and m["infer_int8_s"] == m["infer_b_s"]
+    assert m["model"] == "u2netp" and "providers_int8" in m and 0.9 < m["iou"] <= 1.0
+    assert "B (u2netp int8)" in default.stdout and "A (u2netp fp32)" in default.stdout
+
+    out = tmp_path / "models"
+    proc = run_cli(
+        "compare", str(SAMPLE), "-o", str(out), "--a", "u2netp:fp32", "--b", str(tiny_model)
+    )
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((out / "sample.json").read_text())
+    assert m["a"] == {**m["a"], "label": "u2netp fp32", "model": "u2netp", "precision": "fp32"}
+    assert m["b"]["label"] == "tiny fp32" and m["b"]["model"] == "tiny"
+    assert m["infer_a_s"] == m["a"]["infer_s"] and m["infer_b_s"] == m["b"]["infer_s"]
+    # Not the fp32 | int8 pair: no keys that would say it was.
+    assert not {"infer_fp32_s", "infer_int8_s", "providers_int8"} & set(m)
+    assert m["iou"] < 0.9  # the tiny model is nothing like u2netp
+    assert "B (tiny fp32)" in proc.stdout
+    assert Image.open(out / "sample.png").width >= 4 * 437
+
+
+def test_compare_refuses_a_bad_pair_before_any_model_is_looked_for(tmp_path: Path) -> None:
+    env = offline_env(tmp_path)
+    for sides, says in (
+        (["--a", "u2netp", "--b", "u2netp:fp32"], "--a and --b are the same (u2netp fp32)"),
+        (["--b", "u2netp:fp16"], "unknown precision 'fp16'"),
+        (["--b", "no-such-model"], "Unknown model 'no-such-model'"),
+        (["--b", "u2net_cloth_seg:int8"], "int8 is not offered for u2net_cloth_seg"),
+    ):
+        proc = run_cli("compare", str(SAMPLE), "-o", str(tmp_path / "r"), *sides, env=env)
+        assert proc.returncode == 2 and says in proc.stderr, (sides, proc.stderr)
+        assert "Could not obtain model" not in proc.stderr

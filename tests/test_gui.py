@@ -70,7 +70,9 @@ def test_comparison_view_shows_masks_heatmap_and_numbers(qtbot, window, u2netp_i
     view.scale_box.setCurrentIndex(view.scale_box.findData(0.1))
     assert view.legend.full_scale == 0.1 and view.diff_view.has_image()
     view.raw_toggle.setChecked(True)
-    assert view.titles[0].text() == "fp32 raw output" and view.fp32_view.has_image()
+    assert view.titles[0].text().startswith("A: u2netp fp32 raw output · ")
+    assert view.titles[1].text().startswith("B: u2netp int8 raw output · ")
+    assert view.fp32_view.has_image() and view.diff_view.has_image()  # same output size
 
 
 def test_corrupt_file_shows_error_and_app_goes_on(qtbot, window, tmp_path: Path) -> None:

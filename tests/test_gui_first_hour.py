@@ -15,6 +15,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QColor, QKeyEvent, QPalette
 from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QMessageBox
+from test_gui_compare_models import answer_download
 
 from bgremover import models
 from bgremover.gui.imageconv import qimage_to_rgba, to_qimage
@@ -385,12 +386,15 @@ def test_status_tips_have_no_ampersands(qtbot, u2netp_path) -> None:
 
 
 def test_model_labels_say_what_there_is_to_download(qtbot, u2netp_path) -> None:
-    assert model_label("u2netp", 4_574_861, cached=False) == "u2netp (4.6 MB download)"
-    assert model_label("u2net_human_seg", 176_000_000, False) == "u2net_human_seg (176 MB download)"
-    assert model_label("u2netp", 4_574_861, cached=True) == "u2netp"
+    assert model_label("u2netp", 4_574_861, cached=False) == "u2netp — 4.6 MB download"
+    assert (
+        model_label("u2net_human_seg", 176_000_000, False, exact=False)
+        == "u2net_human_seg — about 176 MB download"
+    )
+    assert model_label("u2netp", 4_574_861, cached=True) == "u2netp — 4.6 MB, cached"
     window = make_window(qtbot)
     box = window.panel.model_box
-    assert box.itemText(box.findData("u2netp")) == "u2netp"  # cached: nothing to download
+    assert box.itemText(box.findData("u2netp")) == "u2netp — 4.6 MB, cached"  # no download
     wide = max(box.fontMetrics().horizontalAdvance(box.itemText(i)) for i in range(box.count()))
     assert box.view().minimumWidth() >= wide  # the list shows each label whole
 
@@ -403,11 +407,13 @@ def test_a_downloaded_model_no_longer_offers_a_download(
     monkeypatch.setitem(models.REGISTRY, spec.name, spec)
     window = make_window(qtbot)
     box = window.panel.model_box
-    assert box.itemText(box.findData("tinymodel")) == "tinymodel (0.3 MB download)"
+    assert box.itemText(box.findData("tinymodel")).startswith("tinymodel — 0.3 MB download")
+    asked = answer_download("Download")
     select_data(box, "tinymodel")
+    assert asked and "tinymodel is not downloaded yet" in asked[0]
     process(qtbot, window, SAMPLE)
     assert model_server.requests["/tinymodel.onnx"] == 1
-    assert box.itemText(box.findData("tinymodel")) == "tinymodel"
+    assert box.itemText(box.findData("tinymodel")).startswith("tinymodel — 0.3 MB, cached")
 
 
 def test_the_int8_preparation_shows_its_steps_and_time_left(qtbot) -> None:

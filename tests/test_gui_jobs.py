@@ -14,6 +14,7 @@ from PIL import Image
 
 pytest.importorskip("PySide6")
 from PySide6.QtWidgets import QApplication, QMessageBox
+from test_gui_compare_models import answer_download
 
 from bgremover import models
 from bgremover.gui.jobs import JobState
@@ -71,8 +72,10 @@ def photo_folder(folder: Path, count: int) -> Path:
 
 
 def choose_model(window, name: str) -> None:
-    """What the user does: pick the model in the settings pane."""
+    """What the user does: pick the model in the settings pane, and agree to download it."""
+    asked = answer_download("Download")
     select_data(window.panel.model_box, name)
+    assert asked and f"{name} is not downloaded yet" in asked[0]
     assert window.settings.model == name
 
 
