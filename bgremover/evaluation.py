@@ -96,7 +96,10 @@ def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
                 f"inference A ({label_a}) {1000 * a.timings['infer']:.0f} ms, "
                 f"B ({label_b}) {1000 * b.timings['infer']:.0f} ms",
             ]
-            sheet = comparison_sheet(a.image.rgb, a.mask, b.mask, caption, args.heat_scale)
+            names = ("fp32", "int8") if is_precision_pair(a_side, b_side) else ("A", "B")
+            sheet = comparison_sheet(
+                a.image.rgb, a.mask, b.mask, caption, args.heat_scale, names=names
+            )
             write_image(sheet, job.output, "png")
             json_path = job.output.with_suffix(".json")
             json_path.write_text(json.dumps(m, indent=2) + "\n", encoding="utf-8")

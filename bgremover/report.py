@@ -93,8 +93,10 @@ def comparison_sheet(
     caption: str | Sequence[str],
     heat_scale: float = DEFAULT_HEAT_SCALE,
     panel: int = SHEET_PANEL,
+    names: tuple[str, str] = ("fp32", "int8"),
 ) -> Image.Image:
-    """Input | fp32 mask | int8 mask | |Δα| heatmap, with a legend and caption lines.
+    """Input | A mask | B mask | |Δα| heatmap, with a legend and caption lines; ``names``
+    are the two sides' short names (fp32 and int8 for the default comparison).
 
     Each panel is ``panel`` pixels on its long side (or the image's own size if that
     is smaller), so hair edges stay visible. The heatmap saturates at ``heat_scale``,
@@ -117,9 +119,9 @@ def comparison_sheet(
 
     panels = [
         ("input", fit(Image.fromarray(rgb))),
-        ("fp32 mask", fit(Image.fromarray(fp32_mask)).convert("RGB")),
-        ("int8 mask", fit(Image.fromarray(int8_mask)).convert("RGB")),
-        ("|fp32 - int8| alpha", heat),
+        (f"{names[0]} mask", fit(Image.fromarray(fp32_mask)).convert("RGB")),
+        (f"{names[1]} mask", fit(Image.fromarray(int8_mask)).convert("RGB")),
+        (f"|{names[0]} - {names[1]}| alpha", heat),
     ]
     # Pillow's built-in font has no Greek letters: the text stays ASCII.
     title_font = ImageFont.load_default(size=20)

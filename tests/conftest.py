@@ -181,7 +181,6 @@ def served_model(server, name: str, blob: bytes | None):
         md5=None,
         bytes=len(blob or b"x"),
         bytes_exact=True,
-        input_size=32,
     )
 
 
