@@ -72,11 +72,21 @@ class TerminalProgress:
     def task(self, name: str):  # -> pipeline.TaskProgress
         """A callback for model preparation: downloads (bytes) and quantization (samples)."""
 
+        from .models import REGISTRY
+
+        spec = REGISTRY.get(name)
+        # The size is said before the download starts (the npm and pip mirrors cannot
+        # report progress in bytes).
+        size = "" if spec is None else (
+            f", {'' if spec.bytes_exact else 'about '}{_megabytes(spec.bytes)}"
+        )  # fmt: skip
+
         def callback(task: str, done: int, total: int | None) -> None:
             if self.lines and task not in self._announced:  # a log gets one line per task
                 self._announced.add(task)
                 what = "making the int8 version of" if task == "quantize" else "downloading"
-                self.step(f"{what} {name} (first use; it is kept in the model cache)...")
+                where = size if task == "download" else ""
+                self.step(f"{what} {name} (first use{where}; it is kept in the model cache)...")
             if task == "quantize":
                 self.show(f"Making the int8 {name}: calibration {done}/{total}")
             elif total:
@@ -85,7 +95,7 @@ class TerminalProgress:
                     f"({100 * done / total:.0f}%)"
                 )
             else:
-                self.show(f"Downloading {name}: {done / 1e6:.1f} MB")
+                self.show(f"Downloading {name}{size}: {done / 1e6:.1f} MB")
 
         return callback
 
