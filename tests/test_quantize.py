@@ -11,7 +11,7 @@ from PIL import Image
 
 from bgremover import Remover
 from bgremover.errors import ModelError
-from bgremover.metrics import edge_band, fidelity, raw_stats
+from bgremover.metrics import edge_band, fidelity, iou, raw_stats
 from bgremover.models import REGISTRY, ModelStore, local_spec
 from bgremover.quantize import (
     CALIBRATION_DIR,
@@ -170,3 +170,177 @@ def test_cancelled_quantization_leaves_nothing(tmp_path: Path, tiny_model: Path)
     assert not int8_path(store, spec, tiny_model, "naive").exists()
     leftovers = list(store.models_dir.rglob("*")) if store.models_dir.exists() else []
     assert not [p for p in leftovers if p.is_file()]
+
+
+# --- int8 for any family: fp16 graphs, the generic recipe, the sensitivity analysis ---
+
+
+def _conv(name: str, x: str, cout: int, cin: int, k: int, rng, dtype, stride: int = 1,
+          scale: float = 1.0, bias_shift: dict[int, float] | None = None):  # fmt: skip
+    """A Conv node with random weights of ``dtype`` (He-scaled) and its two weights."""
+    from onnx import helper, numpy_helper
+
+    w = rng.normal(0, np.sqrt(2 / (cin * k * k)), (cout, cin, k, k)) * scale
+    b = rng.normal(0, 0.1, cout)
+    for channel, shift in (bias_shift or {}).items():
+        b[channel] += shift
+    weights = [
+        numpy_helper.from_array(w.astype(dtype), f"{name}_w"),
+        numpy_helper.from_array(b.astype(dtype), f"{name}_b"),
+    ]
+    node = helper.make_node(
+        "Conv", [x, f"{name}_w", f"{name}_b"], [f"{name}_out"], name=name,
+        kernel_shape=[k, k], pads=[k // 2] * 4, strides=[stride, stride],
+    )  # fmt: skip
+    return node, weights
+
+
+def _build_net(path: Path, size: int = 64, fp16: bool = False, ill: bool = False) -> Path:
+    """A small BiRefNet/IS-Net-shaped conv net: (1,3,S,S) -> logits (1,1,S,S) first, a side
+    output second. ``fp16``: weights and compute in fp16 behind casts, Resize in fp32 between
+    casts, as IMG.LY ships IS-Net. ``ill``: the middle conv gets one channel of huge range."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(7)
+    half = size // 2
+    dt = np.float16 if fp16 else np.float32
+    ft = TensorProto.FLOAT16 if fp16 else TensorProto.FLOAT
+    nodes = []
+    x = "input"
+    if fp16:
+        nodes.append(helper.make_node("Cast", ["input"], ["x16"], to=ft, name="in_cast"))
+        x = "x16"
+    c1, w1 = _conv("c1", x, 8, 3, 3, rng, dt)
+    c2, w2 = _conv("c2", "r1", 8, 8, 3, rng, dt, stride=2)
+    shifts = {3: 40.0} if ill else None
+    c3, w3 = _conv("c3", "r2", 8, 8, 3, rng, dt, scale=1.0, bias_shift=shifts)
+    if ill:  # channel 3 of c3: a range a hundred times its siblings'
+        arr = onnx.numpy_helper.to_array(w3[0]).copy()
+        arr[3] *= 100
+        w3[0].CopyFrom(onnx.numpy_helper.from_array(arr.astype(dt), "c3_w"))
+    c4, w4 = _conv("c4", "cat", 1, 16, 3, rng, dt)
+    side, ws = _conv("side", "r3", 1, 8, 1, rng, dt)
+    scales = helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])
+    nodes += [c1, helper.make_node("Relu", ["c1_out"], ["r1"]), c2,
+              helper.make_node("Relu", ["c2_out"], ["r2"]), c3,
+              helper.make_node("Relu", ["c3_out"], ["r3"]), side]  # fmt: skip
+    up_in, up_out = "r3", "up"
+    if fp16:
+        nodes.append(helper.make_node("Cast", ["r3"], ["r3_32"], to=TensorProto.FLOAT))
+        up_in, up_out = "r3_32", "up32"
+    nodes.append(helper.make_node("Resize", [up_in, "", "scales"], [up_out], mode="linear"))
+    if fp16:
+        nodes.append(helper.make_node("Cast", ["up32"], ["up"], to=ft))
+    nodes += [helper.make_node("Concat", ["r1", "up"], ["cat"], axis=1), c4]
+    outputs = ["c4_out", "side_out"]
+    if fp16:
+        nodes += [
+            helper.make_node("Cast", ["c4_out"], ["logits"], to=TensorProto.FLOAT),
+            helper.make_node("Cast", ["side_out"], ["side"], to=TensorProto.FLOAT),
+        ]
+        outputs = ["logits", "side"]
+    graph = helper.make_graph(
+        nodes, "tiny_net",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info(outputs[0], TensorProto.FLOAT, [1, 1, size, size]),
+         helper.make_tensor_value_info(outputs[1], TensorProto.FLOAT, [1, 1, half, half])],
+        initializer=[*w1, *w2, *w3, *w4, *ws, scales],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def _views(family, side: int, count: int = 6) -> list[np.ndarray]:
+    from bgremover.transforms import preprocess
+
+    views = list(calibration_samples(calibration_files()))[:: 70 // count][:count]
+    return [preprocess(v, family, side) for v in views]
+
+
+def test_fp16_graph_is_upcast_exactly(tmp_path: Path) -> None:
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, numpy_helper
+
+    from bgremover.families import FAMILIES
+    from bgremover.graph_tools import is_fp16, upcast_fp16
+
+    path = _build_net(tmp_path / "fp16.onnx", fp16=True)
+    model = onnx.load(str(path))
+    assert is_fp16(model)
+    before = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    assert upcast_fp16(model) == 5  # every cast between fp16 and fp32
+    assert not is_fp16(model)
+    assert not [n for n in model.graph.node if n.op_type == "Cast"]
+    for t in model.graph.initializer:  # weights exactly the fp16 values
+        assert t.data_type == TensorProto.FLOAT
+        np.testing.assert_array_equal(numpy_helper.to_array(t), before[t.name].astype(np.float32))
+    assert [o.name for o in model.graph.output] == ["logits", "side"]
+    onnx.checker.check_model(model, full_check=True)
+    up = tmp_path / "fp32.onnx"
+    onnx.save(model, str(up))
+    a = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    b = ort.InferenceSession(str(up), providers=["CPUExecutionProvider"])
+    for x in _views(FAMILIES["dis"], 64, 3):
+        for ra, rb in zip(a.run(None, {"input": x}), b.run(None, {"input": x}), strict=True):
+            # fp16 compute rounds each activation to 11 significant bits
+            np.testing.assert_allclose(ra, rb, rtol=2e-2, atol=2e-2 * np.abs(rb).max())
+
+
+def _quantized_outputs(fp32: Path, int8: Path, family, side: int = 64):
+    import onnxruntime as ort
+
+    a = ort.InferenceSession(str(fp32), providers=["CPUExecutionProvider"])
+    b = ort.InferenceSession(str(int8), providers=["CPUExecutionProvider"])
+    assert len(b.get_outputs()) == 1  # the main output only
+    pairs = []
+    for x in _views(family, side, 8)[1:]:
+        pairs.append((a.run(None, {"input": x})[family.output], b.run(None, {"input": x})[0]))
+    return pairs
+
+
+@pytest.mark.parametrize("fp16", [False, True], ids=["fp32", "fp16"])
+def test_generic_recipe_on_birefnet_shaped_model(tmp_path: Path, fp16: bool) -> None:
+    import onnx
+
+    from bgremover.families import FAMILIES
+    from bgremover.quantize import quantize_model
+
+    family = FAMILIES["birefnet"]  # logits through a sigmoid
+    src = _build_net(tmp_path / "net.onnx", fp16=fp16)
+    dst = tmp_path / "net.int8.onnx"
+    seen: list[tuple[int, int]] = []
+    quantize_model(src, dst, "generic", calibration_files(), family,
+                   lambda d, t: seen.append((d, t)))  # fmt: skip
+    assert seen and seen[-1][0] == seen[-1][1]
+    ops = [n.op_type for n in onnx.load(str(dst)).graph.node]
+    assert ops.count("QuantizeLinear") >= 3 and "Cast" not in ops
+    for ref, out in _quantized_outputs(src, dst, family):
+        a, b = 1 / (1 + np.exp(-ref)), 1 / (1 + np.exp(-out))
+        assert np.abs(a - b).mean() < 0.01 and iou(a, b) > 0.97
+
+
+def test_sensitivity_analysis_picks_the_ill_conditioned_conv(tmp_path: Path) -> None:
+    import onnx
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    from bgremover.families import FAMILIES
+    from bgremover.graph_tools import analyse, nodes_touching
+
+    path = _build_net(tmp_path / "ill.onnx", ill=True)
+    folded = tmp_path / "folded.onnx"
+    quant_pre_process(str(path), str(folded))
+    found = analyse(folded, _views(FAMILIES["birefnet"], 64, 4), mean_range=True)
+    assert set(found.stats) >= {"input", "c1_out", "r1", "c3_out", "r3", "cat", "c4_out"}
+    recipe = get_recipe("generic")  # its own floor finds the conv
+    weakest = found.weakest(2, below_db=recipe.snr_floor_db)
+    assert weakest and set(weakest) <= {"c3_out", "r3", "up", "cat"}, found.snr
+    lo, hi = found.stats["c3_out"].lo, found.stats["c3_out"].hi
+    assert (hi - lo)[3] > 20 * np.median(hi - lo)  # channel 3 is the huge one
+    assert "c3" in nodes_touching(onnx.load(str(folded)), weakest)
+    # the healthy first conv's output is far above the floor
+    assert found.snr["c1_out"] > 30
