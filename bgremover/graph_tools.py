@@ -297,13 +297,14 @@ def nodes_touching(model: Any, tensors: list[str]) -> list[str]:
     return list(dict.fromkeys(n for n in names if n))
 
 
-def output_tail(model: Any) -> list[str]:
-    """The nodes from the last Conv (or MatMul) to the graph's first output, kept float:
-    quantizing the final logits or probabilities leaves the mask a few dozen levels."""
+def output_tail(model: Any, output: str | None = None) -> list[str]:
+    """The nodes from the last Conv (or MatMul) to ``output`` (default: the graph's first),
+    kept float: quantizing the final logits or probabilities leaves the mask a few dozen
+    levels."""
     g = model.graph
     made = producers(g)
     tail: list[str] = []
-    node = made.get(g.output[0].name)
+    node = made.get(output or g.output[0].name)
     while node is not None:
         tail.append(node.name)
         if node.op_type not in _PASS_THROUGH:

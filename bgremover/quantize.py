@@ -341,7 +341,10 @@ def _analysed_graph(
 
     from .graph_tools import analyse, nodes_touching, output_tail, prune_to_outputs
 
-    prune_to_outputs(model, [model.graph.output[family.output].name])  # side outputs cost time
+    # Side outputs cost time. Those before the mask stay so that it keeps its index (the
+    # session reads output ``family.output``); for every family so far that is none.
+    main = model.graph.output[family.output].name
+    prune_to_outputs(model, [o.name for o in model.graph.output[: family.output + 1]])
     pruned, folded = tmp / "pruned.onnx", tmp / "folded.onnx"
     onnx.save(model, str(pruned))
     del model
@@ -352,7 +355,7 @@ def _analysed_graph(
     weak = found.weakest(recipe.float_tensors, recipe.snr_floor_db)
     for t in weak:
         log.info("int8 analysis: %s stays float (SNR %.1f dB)", t, found.snr[t])
-    float_nodes = list(dict.fromkeys([*nodes_touching(model, weak), *output_tail(model)]))
+    float_nodes = list(dict.fromkeys([*nodes_touching(model, weak), *output_tail(model, main)]))
     overrides = {
         t: [{"rmin": np.float32(lo), "rmax": np.float32(hi)}]
         for t, (lo, hi) in found.ranges(recipe.mean_range).items()

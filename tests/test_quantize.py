@@ -344,3 +344,24 @@ def test_sensitivity_analysis_picks_the_ill_conditioned_conv(tmp_path: Path) -> 
     assert "c3" in nodes_touching(onnx.load(str(folded)), weakest)
     # the healthy first conv's output is far above the floor
     assert found.snr["c1_out"] > 30
+
+
+def test_generic_recipe_keeps_the_mask_output_index(tmp_path: Path) -> None:
+    """A family whose mask is a later output: the int8 model still has it at that index."""
+    from dataclasses import replace
+
+    import onnxruntime as ort
+
+    from bgremover.families import FAMILIES
+    from bgremover.quantize import quantize_model
+
+    family = replace(FAMILIES["birefnet"], output=1)
+    src = _build_net(tmp_path / "net.onnx", fp16=True)
+    dst = tmp_path / "net.int8.onnx"
+    quantize_model(src, dst, "generic", calibration_files(), family)
+    a = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"])
+    b = ort.InferenceSession(str(dst), providers=["CPUExecutionProvider"])
+    assert [o.name for o in b.get_outputs()] == ["logits", "side"]
+    x = _views(family, 64, 2)[1]
+    ref, out = a.run(None, {"input": x})[1], b.run(None, {"input": x})[1]
+    assert np.abs(ref - out).mean() < 0.05 * np.abs(ref).mean()
