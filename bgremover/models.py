@@ -99,8 +99,19 @@ class ModelSpec:
     homepage: str
     #: The weights' licence forbids commercial use: the app says so before a download.
     non_commercial: bool = False
+    #: The file is int8 already (quantized by its publisher): no int8 version is made.
+    quantized: bool = False
     #: A local file chosen by the user (``--model PATH``) rather than the registry.
     local_path: Path | None = field(default=None, compare=False)
+
+    @property
+    def int8_recipes(self) -> tuple[str, ...]:
+        """The int8 recipes that apply to this model, the default first; () for none (its
+        family offers none, or the file is int8 already). For a file of unknown family,
+        the U²-Net recipes until its signature is read."""
+        if self.quantized:
+            return ()
+        return (self.family or FAMILIES["u2net"]).int8
 
     @property
     def input_size(self) -> int:
@@ -146,6 +157,7 @@ def _entry(
         licence=kw.pop("licence", "Apache-2.0 (U²-Net, Qin et al. 2020)"),
         homepage=kw.pop("homepage", "https://github.com/xuebinqin/U-2-Net"),
         non_commercial=kw.pop("non_commercial", False),
+        quantized=kw.pop("quantized", False),
     )
 
 
@@ -241,6 +253,7 @@ REGISTRY: dict[str, ModelSpec] = {
             sha256="7001d60734fdc112dd9c062635fb59cd401fb82a9d4213134bce4dbd655c803a",
             bytes_exact=True,
             rembg=False,
+            quantized=True,
             mirrors=(
                 Source("chunks", _IMGLY_CDN, "/models/small"),
                 Source("npm", _IMGLY_DATA, "/models/small"),
@@ -694,6 +707,7 @@ class ModelStore:
             "input_size": spec.input_size,
             "family": spec.family.name if spec.family else None,
             "non_commercial": spec.non_commercial,
+            "int8_recipes": list(spec.int8_recipes),
             "sources": [s.describe() for s in spec.sources],
             "description": spec.description,
             "licence": spec.licence,

@@ -193,11 +193,11 @@ class Remover:
         self._family: Family | None = None
         if self.spec.family is not None:
             self._family = self._choose_classes(self.spec.family)
-        if precision == "int8" and self.spec.family is not None and not self.spec.family.int8:
-            raise UsageError(
-                f"int8 is not offered for {self.spec.name} ({self.spec.family.name} models); "
-                "use fp32."
-            )
+        if precision == "int8" and self.spec.family is not None and not self.spec.int8_recipes:
+            why = "its file is int8 already" if self.spec.quantized else (
+                f"{self.spec.family.name} models have no int8 recipe"
+            )  # fmt: skip
+            raise UsageError(f"int8 is not offered for {self.spec.name} ({why}); use fp32.")
         self.precision = precision
         self.recipe = recipe
         #: Refine the mask's edges with the photo's colours (hair, fur); see refine.py.

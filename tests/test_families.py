@@ -250,6 +250,14 @@ def test_real_1024_model_file_signature_decides_its_family(tmp_path: Path) -> No
     assert Remover(str(with_sigmoid), family="bria").family.name == "bria"
 
 
+def test_int8_not_offered_where_it_does_not_apply() -> None:
+    with pytest.raises(BgRemoverError, match="its file is int8 already"):
+        Remover("isnet-imgly-small", precision="int8")
+    with pytest.raises(BgRemoverError, match="no int8 recipe"):
+        Remover("u2net_cloth_seg", precision="int8")
+    assert REGISTRY["isnet-imgly"].int8_recipes == ("generic",)
+
+
 def test_family_flag_only_for_files() -> None:
     with pytest.raises(ModelError, match="applies only to model files"):
         resolve_spec("u2netp", "birefnet")

@@ -233,8 +233,7 @@ class PaneArea(QWidget):
 def offers_int8(model: str) -> bool:
     """Whether ``model`` has an int8 version (a model file of unknown family: tried)."""
     spec = REGISTRY.get(model)
-    family = spec.family if spec is not None else None
-    return family is None or bool(family.int8)
+    return spec is None or bool(spec.int8_recipes)
 
 
 class SideChooser(QWidget):
