@@ -1,13 +1,13 @@
 """int8 against fp32 for a model of any family: mask fidelity per image, and speed.
 
     python tests/benchmarks/int8_families.py MODEL --images DIR [DIR ...]
-        [--recipe generic] [--imgly-small PATH] [--runs 3] [--threads 0]
+        [--recipe generic] [--also MODEL ...] [--runs 3] [--threads 0]
 
 For every image in each folder the network masks (no refinement) of the int8 model and
 of the fp32 one are compared with ``bgremover.metrics.fidelity``: IoU at 0.5, mean
-|Δα|, mean |Δα| in the fp32 mask's edge band. ``--imgly-small`` adds IMG.LY's own
-dynamically quantized IS-Net ("small", from @imgly/background-removal-data's
-/models/small) as a third variant, compared with the same fp32 masks. Speed: the
+|Δα|, mean |Δα| in the fp32 mask's edge band. ``--also`` adds other models (registry
+names or files, run as distributed) compared with the same fp32 masks, such as
+``isnet-imgly-small``, IMG.LY's own dynamically quantized IS-Net. Speed: the
 median inference time of each variant on one preprocessed image, the variants
 interleaved in one process after a warm-up, with the ratio to fp32 from the same run.
 The int8 model is made first if the cache has none (its time is printed).
@@ -32,7 +32,7 @@ def main() -> int:
     parser.add_argument("model")
     parser.add_argument("--images", type=Path, nargs="+", required=True)
     parser.add_argument("--recipe", default=None, help="default: the family's own")
-    parser.add_argument("--imgly-small", type=Path, default=None)
+    parser.add_argument("--also", nargs="*", default=[], metavar="MODEL")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0)
     args = parser.parse_args()
@@ -45,9 +45,8 @@ def main() -> int:
     ready = time.perf_counter() - start
     print(f"{args.model}: int8 recipe {int8.int8_recipe}, ready in {ready:.1f} s")
     variants = {"fp32": fp32, "int8": int8}
-    if args.imgly_small is not None:
-        family = fp32.family.name
-        variants["imgly-small"] = Remover(str(args.imgly_small), family=family, **opts)
+    for model in args.also:
+        variants[Path(model).stem] = Remover(model, **opts)
     others = [name for name in variants if name != "fp32"]
 
     keys = ("iou", "mean_abs", "band_abs")
