@@ -97,10 +97,6 @@ class Comparison:
         return float(self.metrics["infer_a_s"] / max(self.metrics["infer_b_s"], 1e-9))
 
 
-#: The name the comparison had when it compared fp32 and int8 only.
-PrecisionComparison = Comparison
-
-
 def _unit_to_uint8(values: np.ndarray) -> np.ndarray:
     return (np.clip(values, 0.0, 1.0) * 255 + 0.5).astype(np.uint8)
 
@@ -145,10 +141,3 @@ def compare(
         raw_b=raw_b,
         raw_diff=mask_difference(raw_a, raw_b) if same_size else None,
     )
-
-
-def compare_precisions(
-    fp32: Remover, int8: Remover, image: ImageInput, max_megapixels: float | None = None
-) -> Comparison:
-    """The default pair: what int8 changes against fp32 (see :func:`compare`)."""
-    return compare(fp32, int8, image, max_megapixels)

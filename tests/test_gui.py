@@ -57,7 +57,7 @@ def test_comparison_view_shows_masks_heatmap_and_numbers(qtbot, window, u2netp_i
         window.add_paths([DATA / "skimage_chelsea.png"])
     view = window.compare
     assert view.result is not None
-    for pane in (view.fp32_view, view.int8_view, view.diff_view):
+    for pane in (view.a_view, view.b_view, view.diff_view):
         assert pane.has_image()
     numbers = {k: label.text() for k, label in view.numbers.items()}
     assert all(text != "–" for text in numbers.values()), numbers
@@ -65,14 +65,14 @@ def test_comparison_view_shows_masks_heatmap_and_numbers(qtbot, window, u2netp_i
     assert 0.0 < iou <= 1.0
     assert "CPU" in numbers["prov"]
     # Zoom and pan are locked across the three panes.
-    view.fp32_view.set_zoom(3.0)
-    assert view.int8_view.zoom == pytest.approx(3.0) and view.diff_view.zoom == pytest.approx(3.0)
+    view.a_view.set_zoom(3.0)
+    assert view.b_view.zoom == pytest.approx(3.0) and view.diff_view.zoom == pytest.approx(3.0)
     view.scale_box.setCurrentIndex(view.scale_box.findData(0.1))
     assert view.legend.full_scale == 0.1 and view.diff_view.has_image()
     view.raw_toggle.setChecked(True)
     assert view.titles[0].text().startswith("A: u2netp fp32 raw output · ")
     assert view.titles[1].text().startswith("B: u2netp int8 raw output · ")
-    assert view.fp32_view.has_image() and view.diff_view.has_image()  # same output size
+    assert view.a_view.has_image() and view.diff_view.has_image()  # same output size
 
 
 def test_corrupt_file_shows_error_and_app_goes_on(qtbot, window, tmp_path: Path) -> None:

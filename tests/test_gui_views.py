@@ -134,7 +134,7 @@ def fitted(view) -> bool:
 
 
 def panes(view) -> tuple:
-    return view.fp32_view, view.int8_view, view.diff_view
+    return view.a_view, view.b_view, view.diff_view
 
 
 def test_comparison_fits_the_panes_and_keeps_fitting_until_zoomed(
@@ -148,7 +148,7 @@ def test_comparison_fits_the_panes_and_keeps_fitting_until_zoomed(
     qtbot.waitUntil(lambda: all(fitted(v) for v in panes(view)), timeout=WAIT_MS)
     for pane in panes(view):
         assert displayed(pane)[2] > 0.6, displayed(pane)  # the photo fills most of its pane
-    first_width = displayed(view.fp32_view)[0]
+    first_width = displayed(view.a_view)[0]
 
     window.resize(1500, 950)  # the panes grow, one after the other: each fits again
     qtbot.waitUntil(
@@ -159,14 +159,14 @@ def test_comparison_fits_the_panes_and_keeps_fitting_until_zoomed(
     view.actual_button.click()
     assert all(v.zoom == pytest.approx(1.0) for v in panes(view))
     window.resize(1300, 820)
-    qtbot.waitUntil(lambda: view.fp32_view.viewport().width() < 400, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: view.a_view.viewport().width() < 400, timeout=WAIT_MS)
     assert all(v.zoom == pytest.approx(1.0) for v in panes(view))  # the user's zoom stays
 
     view.fit_button.click()
     assert all(fitted(v) for v in panes(view))
-    zoom = view.fp32_view.zoom
+    zoom = view.a_view.zoom
     assert zoom != pytest.approx(1.0)
-    assert view.int8_view.zoom == pytest.approx(zoom) and view.diff_view.zoom == pytest.approx(zoom)
+    assert view.b_view.zoom == pytest.approx(zoom) and view.diff_view.zoom == pytest.approx(zoom)
 
 
 def test_comparison_layout_does_not_move_when_the_result_arrives(

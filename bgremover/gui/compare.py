@@ -357,8 +357,6 @@ class ComparisonView(QWidget):
         self.a_view = ImageView(checkerboard=False)
         self.b_view = ImageView(checkerboard=False)
         self.diff_view = ImageView(checkerboard=False)
-        # The names of the fp32 | int8 view (the default pair).
-        self.fp32_view, self.int8_view = self.a_view, self.b_view
         self.views = (self.a_view, self.b_view, self.diff_view)
         self.lock = ViewLock(*self.views)
         self.side_a = SideChooser("A", DEFAULT_SIDES[0], store)
