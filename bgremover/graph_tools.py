@@ -3,17 +3,18 @@
 The analysis behind the "generic" recipe (quantize.py) generalises what the U²-Net
 rewrite (u2net_graph.py) found by hand: an activation tensor is hurt by int8 when its
 one uint8 scale (set by the widest channel, or by a large near-constant one) leaves
-its other channels only a few quantization steps of real variation. One fp32 pass over
-the calibration views gathers, for every float activation tensor, each channel's
-min, max, mean and variance; from them follows each channel's signal-to-noise ratio
-under uniform quantization noise (step²/12), and the tensor's score is the median over
-its channels. The weakest tensors are kept in float (their producer and readers),
-and the ranges also serve as the MinMax calibration.
+its other channels only a few quantization steps of real variation. An fp32 pass over
+the calibration views (in groups of tensors under a memory budget) gathers, for every
+float activation tensor, each channel's min, max, mean and variance; from them follows
+each channel's signal-to-noise ratio under uniform quantization noise (step²/12), and
+the tensor's score is the median over its channels. The weakest tensors are kept in
+float (their producer and readers), and the ranges also serve as the MinMax calibration.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -223,51 +224,148 @@ def activation_tensors(model: Any) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+#: Activation bytes (per view) one analysis run may hold as graph outputs. Every tensor
+#: of IS-Net at 1024² is 2.1 GiB, which ORT holds and the binding copies at once (a 9 GB
+#: peak); the tensors are measured in groups under this budget instead, each group its
+#: own session over all views.
+ANALYSIS_BUDGET = 512 * 2**20
+
+
+def activation_bytes(model: Any, tensors: list[str], input_shape: tuple[int, ...]) -> list[int]:
+    """Each tensor's float32 bytes for one input of ``input_shape``: from the model's
+    shapes, else from shape inference on a copy with that input shape fixed; a tensor of
+    still unknown shape counts as the largest known one (or the input, where none is)."""
+    import onnx
+
+    def known(m: Any) -> list[int | None]:
+        g = m.graph
+        types = {v.name: v.type.tensor_type for v in (*g.input, *g.value_info, *g.output)}
+        sizes: list[int | None] = []
+        for t in tensors:
+            typed = types.get(t)
+            if typed is None or not typed.HasField("shape"):
+                sizes.append(None)
+                continue
+            dims = [d.dim_value if d.HasField("dim_value") else 0 for d in typed.shape.dim]
+            sizes.append(4 * int(np.prod(dims)) if all(dims) else None)
+        return sizes
+
+    found = known(model)
+    if None in found:
+        fixed = onnx.ModelProto()
+        fixed.CopyFrom(model)
+        del fixed.graph.value_info[:]
+        dims = fixed.graph.input[0].type.tensor_type.shape.dim
+        for d, size in zip(dims, input_shape, strict=False):
+            d.Clear()
+            d.dim_value = size
+        with contextlib.suppress(Exception):  # the sizes are only an estimate
+            found = known(onnx.shape_inference.infer_shapes(fixed))
+        del fixed
+    default = max((b for b in found if b is not None), default=4 * int(np.prod(input_shape)))
+    return [default if b is None else b for b in found]
+
+
+def tensor_groups(tensors: list[str], sizes: list[int], budget: int) -> list[list[str]]:
+    """``tensors`` (in graph order) cut into consecutive groups of at most ``budget`` bytes
+    (a tensor larger than the budget alone)."""
+    groups: list[list[str]] = []
+    total = budget + 1
+    for t, size in zip(tensors, sizes, strict=True):
+        if total + size > budget:
+            groups.append([])
+            total = 0
+        groups[-1].append(t)
+        total += size
+    return groups
+
+
+def _add_stats(found: Analysis, name: str, value: np.ndarray) -> None:
+    if value.dtype != np.float32 or value.size == 0:
+        return
+    if name not in found.stats:
+        channels = value.shape[1] if value.ndim >= 3 else 1
+        found.stats[name] = TensorStats(
+            np.full(channels, np.inf, np.float32),
+            np.full(channels, -np.inf, np.float32),
+            np.zeros(channels),
+            np.zeros(channels),
+        )
+    if value.ndim < 3:
+        value = value.reshape(1, 1, -1)
+    found.stats[name].add(value)
+
+
 def analyse(
     model_path: Path,
     batches: list[np.ndarray],
     step: Callable[[], None] = lambda: None,
     mean_range: bool = False,
+    budget: int = ANALYSIS_BUDGET,
 ) -> Analysis:
-    """One fp32 pass over ``batches`` gathering every activation tensor's statistics.
-    The model must carry shapes (value_info), as after ``quant_pre_process``."""
+    """Every activation tensor's statistics over ``batches`` (fp32). The model must carry
+    shapes (value_info), as after ``quant_pre_process``. The tensors are measured in
+    groups of at most ``budget`` bytes per view (see :data:`ANALYSIS_BUDGET`), each group
+    a session of the graph pruned to it, statistics accumulated view by view; each tensor
+    sees the same views in the same order, so the statistics are those of one pass with
+    every tensor an output. ``step`` is called ``len(batches)`` times, spread evenly."""
+    import tempfile
+
     import onnx
     import onnxruntime as ort
     from onnx import helper
 
-    model = onnx.load(str(model_path))
+    model = onnx.load(str(model_path), load_external_data=False)
     tensors = activation_tensors(model)
-    existing = {o.name for o in model.graph.output}
-    model.graph.output.extend(
-        helper.make_empty_tensor_value_info(t) for t in tensors if t not in existing
-    )
+    inputs = {i.name for i in model.graph.input}
+    measured = [t for t in tensors if t not in inputs]
+    groups = tensor_groups(measured, activation_bytes(model, measured, batches[0].shape), budget)
+    del model
+    input_names = [i for i in tensors if i in inputs]
+    order = {t: i for i, t in enumerate(tensors)}
+    found = Analysis()
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    session = ort.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
-    del model
-    input_name = session.get_inputs()[0].name
-    found = Analysis()
-    for batch in batches:
-        values = session.run(tensors, {input_name: batch})
-        for name, value in zip(tensors, values, strict=True):
-            value = np.asarray(value)
-            if value.dtype != np.float32 or value.size == 0:
-                continue
-            if name not in found.stats:
-                channels = value.shape[1] if value.ndim >= 3 else 1
-                found.stats[name] = TensorStats(
-                    np.full(channels, np.inf, np.float32),
-                    np.full(channels, -np.inf, np.float32),
-                    np.zeros(channels),
-                    np.zeros(channels),
-                )
-            if value.ndim < 3:
-                value = value.reshape(1, 1, -1)
-            found.stats[name].add(value)
-        del values
-        step()
+    # Without the arena, ORT hands each group's buffers back when its run ends.
+    options.enable_cpu_mem_arena = False
+    units, done, stepped = max(len(groups), 1) * len(batches), 0, 0
+
+    def advance() -> None:
+        nonlocal done, stepped
+        done += 1
+        while stepped < done * len(batches) // units:
+            stepped += 1
+            step()
+
+    for name in input_names:  # the graph's input is the batch itself
+        for batch in batches:
+            _add_stats(found, name, np.asarray(batch))
+    with tempfile.TemporaryDirectory(prefix="bgremover-analyse-") as tmp:
+        for index, group in enumerate(groups):
+            part = onnx.load(str(model_path))
+            existing = {o.name for o in part.graph.output}
+            part.graph.output.extend(
+                helper.make_empty_tensor_value_info(t) for t in group if t not in existing
+            )
+            prune_to_outputs(part, group)
+            path = Path(tmp) / f"group{index}.onnx"
+            onnx.save(part, str(path))
+            del part
+            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            input_name = session.get_inputs()[0].name
+            for batch in batches:
+                values = session.run(group, {input_name: batch})
+                for name, value in zip(group, values, strict=True):
+                    _add_stats(found, name, np.asarray(value))
+                del values
+                advance()
+            del session
+            path.unlink()
+    if not groups:
+        for _ in batches:
+            step()
+    # The graph's order, as one pass over all tensors found them.
+    found.stats = dict(sorted(found.stats.items(), key=lambda item: order[item[0]]))
     found.snr = {t: s.snr_db(mean_range) for t, s in found.stats.items()}
     return found
 

@@ -365,3 +365,33 @@ def test_generic_recipe_keeps_the_mask_output_index(tmp_path: Path) -> None:
     x = _views(family, 64, 2)[1]
     ref, out = a.run(None, {"input": x})[1], b.run(None, {"input": x})[1]
     assert np.abs(ref - out).mean() < 0.05 * np.abs(ref).mean()
+
+
+def test_grouped_analysis_matches_one_pass(tmp_path: Path) -> None:
+    """Tensors measured in groups under a small activation budget (each group its own
+    session over the views) give exactly the statistics of one pass with all of them."""
+    import onnx
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    from bgremover.families import FAMILIES
+    from bgremover.graph_tools import activation_bytes, activation_tensors, analyse, tensor_groups
+
+    path = _build_net(tmp_path / "ill.onnx", ill=True)
+    folded = tmp_path / "folded.onnx"
+    quant_pre_process(str(path), str(folded))
+    views = _views(FAMILIES["birefnet"], 64, 3)
+    model = onnx.load(str(folded))
+    tensors = activation_tensors(model)
+    sizes = activation_bytes(model, tensors, views[0].shape)
+    assert sizes[tensors.index("c1_out")] == 4 * 8 * 64 * 64  # from the graph's shapes
+    budget = 150_000  # about one full-resolution tensor
+    assert len(tensor_groups(tensors, sizes, budget)) >= 4
+    steps: list[int] = []
+    one = analyse(folded, views, mean_range=True, budget=2**40)
+    grouped = analyse(folded, views, lambda: steps.append(1), mean_range=True, budget=budget)
+    assert len(steps) == len(views)  # progress as in one pass
+    assert list(grouped.stats) == list(one.stats) and grouped.snr == one.snr
+    for name, stats in one.stats.items():
+        other = grouped.stats[name]
+        for a, b in zip(vars(stats).values(), vars(other).values(), strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=name)
