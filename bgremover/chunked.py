@@ -216,12 +216,12 @@ def _http_download(
 # --- from an npm package ----------------------------------------------------------------
 
 
-def _run_with_heartbeat(
+def run_with_heartbeat(
     cmd: list[str],
     progress: ProgressCallback | None,
     timeout_s: float,
     what: str,
-    cwd: str,
+    cwd: str | None = None,
     env: dict[str, str] | None = None,
 ) -> tuple[int, str]:
     """Run ``cmd``, telling ``progress`` every 0.2 s that it is busy (size unknown).
@@ -312,7 +312,7 @@ def _npm_download(
         # not apply; the user's own npm settings (registry, proxy) still do.
         env = {**os.environ, "npm_config_update_notifier": "false"}
         cmd = [npm, "pack", spec, "--silent", "--pack-destination", str(dest)]
-        returncode, output = _run_with_heartbeat(
+        returncode, output = run_with_heartbeat(
             cmd, progress, NPM_TIMEOUT_S, f"npm pack {spec}", cwd=tmp, env=env
         )
         if returncode != 0:

@@ -14,10 +14,8 @@ import hashlib
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -529,30 +527,11 @@ PIP_TIMEOUT_S = 900
 
 
 def _run_pip(cmd: list[str], progress: ProgressCallback | None) -> tuple[int, str]:
-    """Run pip, telling ``progress`` every 0.2 s that it is busy (size unknown).
+    """Run pip, telling ``progress`` every 0.2 s that it is busy (size unknown); the
+    callback may raise (a Cancel) to stop it. Returns pip's exit code and what it printed."""
+    from .chunked import run_with_heartbeat
 
-    The callback may raise (a Cancel): pip is then stopped at once and the exception
-    goes on. Returns pip's exit code and what it printed.
-    """
-    with tempfile.TemporaryFile("w+") as log_file:
-        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, text=True)
-        try:
-            deadline = time.monotonic() + PIP_TIMEOUT_S
-            while True:
-                try:
-                    proc.wait(timeout=0.2)
-                    break
-                except subprocess.TimeoutExpired:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"pip did not finish in {PIP_TIMEOUT_S} s") from None
-                    if progress is not None:
-                        progress(0, None)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        log_file.seek(0)
-        return proc.returncode, log_file.read()
+    return run_with_heartbeat(cmd, progress, PIP_TIMEOUT_S, "pip")
 
 
 def _short_reason(exc: BaseException) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ModelError
+from .graph_tools import prune_to_outputs
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def prepare_graph(
     import onnx
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    _prune_to_outputs(model, [model.graph.output[0].name])  # side outputs are unused
+    prune_to_outputs(model, [model.graph.output[0].name])  # side outputs are unused
     pruned, folded = tmp / "pruned.onnx", tmp / "folded.onnx"
     onnx.save(model, str(pruned))
     # Symbolic shapes and constant folding: the Shape/Gather/Concat chains computing the
@@ -83,25 +84,6 @@ def _attr(node: Any, name: str, default: Any = None) -> Any:
         if a.name == name:
             return helper.get_attribute_value(a)
     return default
-
-
-def _prune_to_outputs(model: Any, keep: list[str]) -> None:
-    """Keep only the graph outputs in ``keep`` and the nodes and weights that feed them."""
-    g = model.graph
-    outputs = [o for o in g.output if o.name in keep]
-    del g.output[:]
-    g.output.extend(outputs)
-    needed = {o.name for o in outputs}
-    live = []
-    for node in reversed(g.node):
-        if any(o in needed for o in node.output):
-            live.append(node)
-            needed.update(i for i in node.input if i)
-    del g.node[:]
-    g.node.extend(reversed(live))
-    weights = [t for t in g.initializer if t.name in needed]
-    del g.initializer[:]
-    g.initializer.extend(weights)
 
 
 def _channel_ranges(
