@@ -38,7 +38,7 @@ from .model_choice import (
     confirm_download,
     model_tooltip,
     needs_download,
-    spec_label,
+    relabel_models,
 )
 from .views import ImageView, ViewLock
 from .worker import Compared
@@ -313,14 +313,7 @@ class SideChooser(QWidget):
         self._offer_precisions()
 
     def refresh_labels(self) -> None:
-        for i in range(1, self.model_box.count()):
-            spec = REGISTRY.get(self.model_box.itemData(i))
-            if spec is not None:
-                self.model_box.setItemText(i, spec_label(spec, self._store))
-        metrics = self.model_box.fontMetrics()
-        texts = (self.model_box.itemText(i) for i in range(self.model_box.count()))
-        widest = max((metrics.horizontalAdvance(t) for t in texts), default=0)
-        self.model_box.view().setMinimumWidth(widest + 3 * metrics.averageCharWidth())
+        relabel_models(self.model_box, self._store)
 
     def _offer_precisions(self) -> None:
         """int8 only for models that have it; such a side falls back to fp32."""

@@ -5,7 +5,7 @@ comparison's side choosers both use these, so a model reads the same in both.
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QComboBox, QMessageBox, QWidget
 
 from ..models import REGISTRY, ModelSpec, ModelStore, size_text
 
@@ -73,6 +73,19 @@ def model_tooltip(spec: ModelSpec) -> str:
 def spec_label(spec: ModelSpec, store: ModelStore) -> str:
     cached = store.cached_path(spec) is not None
     return model_label(spec.name, spec.bytes, cached, spec.bytes_exact, spec.non_commercial)
+
+
+def relabel_models(box: QComboBox, store: ModelStore) -> None:
+    """Label each registry model in ``box`` (size, cached or not, marks) and open its list
+    wide enough for every label, whatever the box's own width."""
+    for i in range(box.count()):
+        spec = REGISTRY.get(box.itemData(i))
+        if spec is not None:
+            box.setItemText(i, spec_label(spec, store))
+    metrics = box.fontMetrics()
+    widest = max((metrics.horizontalAdvance(box.itemText(i)) for i in range(box.count())),
+                 default=0)  # fmt: skip
+    box.view().setMinimumWidth(widest + 3 * metrics.averageCharWidth())
 
 
 def needs_download(model: str, store: ModelStore) -> ModelSpec | None:

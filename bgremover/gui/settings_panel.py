@@ -18,7 +18,13 @@ from PySide6.QtWidgets import (
 from ..models import PRECISIONS, REGISTRY, ModelStore
 from ..session import available_providers
 from .export_panel import BACKGROUNDS, CHOOSE_COLOUR, ExportPanel, colour_swatch, select_data
-from .model_choice import confirm_download, model_label, model_tooltip, needs_download, spec_label
+from .model_choice import (
+    confirm_download,
+    model_label,
+    model_tooltip,
+    needs_download,
+    relabel_models,
+)
 from .settings import Settings
 
 #: What each precision means to a user choosing it.
@@ -178,15 +184,7 @@ class SettingsPanel(QWidget):
     def refresh_model_labels(self) -> None:
         """Each registry model's size and whether it is cached (else what there is to
         download); non-commercial weights marked."""
-        for i in range(self.model_box.count()):
-            spec = REGISTRY.get(self.model_box.itemData(i))
-            if spec is not None:
-                self.model_box.setItemText(i, spec_label(spec, self._store))
-        # The list opens wide enough for every label, whatever the pane's width.
-        metrics = self.model_box.fontMetrics()
-        texts = (self.model_box.itemText(i) for i in range(self.model_box.count()))
-        widest = max((metrics.horizontalAdvance(t) for t in texts), default=0)
-        self.model_box.view().setMinimumWidth(widest + 3 * metrics.averageCharWidth())
+        relabel_models(self.model_box, self._store)
 
     def show_settings(self, settings: Settings) -> None:
         """Show ``settings`` (e.g. those a preset set) without reporting a change."""
