@@ -731,12 +731,12 @@ def cmd_models_pull(args: argparse.Namespace) -> int:
 def cmd_models_quantize(args: argparse.Namespace) -> int:
     from .models import ModelStore, resolve_spec
     from .pipeline import Remover
-    from .quantize import DEFAULT_RECIPE, ensure_int8, int8_path
+    from .quantize import ensure_int8, int8_path
 
     spec = resolve_spec(args.name)
     store = ModelStore()
-    family = Remover(spec).family
-    recipe = args.recipe or family.default_int8 or DEFAULT_RECIPE
+    remover = Remover(spec, precision="int8", recipe=args.recipe, store=store)
+    family, recipe = remover.family, remover.int8_recipe
     progress = TerminalProgress(enabled=not args.quiet)
     report = progress.task(spec.name)
     fp32 = store.ensure(spec, lambda done, total: report("download", done, total))

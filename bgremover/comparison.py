@@ -23,7 +23,6 @@ from .errors import UsageError
 from .metrics import fidelity
 from .models import PRECISIONS
 from .pipeline import ImageInput, Remover, Result
-from .quantize import DEFAULT_RECIPE
 from .report import mask_difference
 
 
@@ -55,11 +54,8 @@ def side_label(remover: Remover) -> str:
     """What a side is called in captions and numbers: ``u2netp fp32``, ``u2netp int8``
     (with its recipe when it is not the family's default one)."""
     label = f"{remover.spec.name} {remover.precision}"
-    if remover.precision == "int8" and remover.recipe:
-        family = remover.spec.family
-        default = (family.default_int8 if family else None) or DEFAULT_RECIPE
-        if remover.recipe != default:
-            label += f" ({remover.recipe})"
+    if remover.precision == "int8" and remover.recipe not in (None, remover.family.default_int8):
+        label += f" ({remover.recipe})"
     return label
 
 

@@ -23,7 +23,6 @@ from .errors import InferenceError, ModelError, UsageError
 from .families import Family, Signature, guess_family
 from .imaging import LoadedImage, from_array, from_pil, read_image
 from .models import DEFAULT_MODEL, PRECISIONS, ModelSpec, ModelStore, file_identity, resolve_spec
-from .quantize import DEFAULT_RECIPE
 from .refine import refine_alpha
 from .session import SessionInfo, SessionPool, create_session, resolve_providers
 from .transforms import normalise_output, postprocess, preprocess, score_map
@@ -193,13 +192,10 @@ class Remover:
         self._family: Family | None = None
         if self.spec.family is not None:
             self._family = self._choose_classes(self.spec.family)
-        if precision == "int8" and self.spec.family is not None and not self.spec.int8_recipes:
-            why = "its file is int8 already" if self.spec.quantized else (
-                f"{self.spec.family.name} models have no int8 recipe"
-            )  # fmt: skip
-            raise UsageError(f"int8 is not offered for {self.spec.name} ({why}); use fp32.")
         self.precision = precision
         self.recipe = recipe
+        if precision == "int8" and self.spec.family is not None:
+            self.int8_recipe  # noqa: B018 (refuses a model without int8 before any work)
         #: Refine the mask's edges with the photo's colours (hair, fur); see refine.py.
         self.refine = refine
         self.providers = resolve_providers(providers)
@@ -247,8 +243,15 @@ class Remover:
 
     @property
     def int8_recipe(self) -> str:
-        """The int8 recipe: the one asked for, else the family's default."""
-        return self.recipe or self.family.default_int8 or DEFAULT_RECIPE
+        """The int8 recipe: the one asked for, else the family's default. A model without
+        int8 (its family has no recipe, or its file is int8 already) is refused in words."""
+        recipes = () if self.spec.quantized else self.family.int8
+        if not recipes:
+            why = "its file is int8 already" if self.spec.quantized else (
+                f"{self.family.name} models have no int8 recipe"
+            )  # fmt: skip
+            raise UsageError(f"int8 is not offered for {self.spec.name} ({why}); use fp32.")
+        return self.recipe or recipes[0]
 
     def _session(self) -> tuple[Any, SessionInfo]:
         return self.pool.get(self.session_key(), self._create_session, self.spec.bytes)

@@ -289,6 +289,14 @@ def test_cli_family_and_classes(tmp_path: Path) -> None:
     assert not (tmp_path / "o2.png").exists()
 
 
+def test_cli_quantize_refuses_models_without_int8_before_any_download(tmp_path: Path) -> None:
+    done = run_cli("models", "quantize", "isnet-imgly-small", home=tmp_path)
+    assert done.returncode == 2 and "its file is int8 already" in done.stderr
+    done = run_cli("models", "quantize", "u2net_cloth_seg", home=tmp_path)
+    assert done.returncode == 2 and "no int8 recipe" in done.stderr
+    assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())
+
+
 def test_cli_models_list_shows_family_size_and_licence(tmp_path: Path) -> None:
     listed = run_cli("models", "list", "--json", home=tmp_path)
     assert listed.returncode == 0, listed.stderr
