@@ -41,6 +41,15 @@ class ModelError(BgRemoverError):
     """A model is unknown, cannot be obtained, or cannot be loaded."""
 
 
+class AmbiguousFamilyError(ModelError):
+    """A model file's signature fits several families that prepare photos differently;
+    ``candidates`` names them, so a front end can ask which one it is."""
+
+    def __init__(self, message: str, candidates: tuple[str, ...], **kw: str) -> None:
+        super().__init__(message, **kw)
+        self.candidates = candidates
+
+
 class ModelUnavailableError(ModelError):
     """Every source of a registry model failed; the message lists each one."""
 

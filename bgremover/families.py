@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ModelError
+from .errors import AmbiguousFamilyError, ModelError
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -201,10 +201,12 @@ def guess_family(sig: Signature, filename: str = "") -> Family:
             fix="If it is a background-removal model, pass --family NAME with the family "
             f"whose preprocessing it was trained with: {', '.join(FAMILIES)}.",
         )
-    raise ModelError(
+    raise AmbiguousFamilyError(
         f"{what} could be a model of several families, which prepare the photo "
         f"differently: {', '.join(candidates)}.",
+        tuple(candidates),
         fix=f"Pass --family with the one it was trained as (e.g. --family {candidates[0]}).",
+        app_fix="Choose the family it was trained as when File ▸ Use a Model File… asks.",
     )
 
 

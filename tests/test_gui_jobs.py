@@ -408,3 +408,37 @@ def test_a_remembered_model_file_that_fails_is_dropped(qtbot, tmp_path, u2netp_p
     later = make_window(qtbot)
     assert later.settings.model == DEFAULT_MODEL
     assert "no longer there" in later.statusBar().currentMessage()
+
+
+# 12 ---------------------------------------------------------------------------------
+def test_a_model_file_of_two_possible_families_is_asked_about(
+    qtbot, tmp_path, monkeypatch, u2netp_path
+) -> None:
+    """An IS-Net-shaped file (1024 px, side outputs) fits dis and dis-anime, which prepare
+    photos differently: the app asks which it is, and uses the answer; the answer goes
+    with that file only."""
+    from test_families import build_model
+
+    from bgremover.gui import window as window_module
+    from bgremover.gui.window import MainWindow
+
+    path = build_model(tmp_path / "isnet_like.onnx", side=1024, outputs=7, sigmoid=True)
+    asked: list[tuple[str, tuple[str, ...]]] = []
+
+    def answer(parent, filename, candidates):
+        asked.append((filename, candidates))
+        return "dis-anime"
+
+    monkeypatch.setattr(window_module, "ask_family", answer)
+    window = make_window(qtbot)
+    window.use_model_file(path)
+    qtbot.waitUntil(lambda: window.settings.model == str(path), timeout=WAIT_MS)
+    assert asked == [("isnet_like.onnx", ("dis", "dis-anime"))]
+    assert window.settings.family == "dis-anime" and not visible_boxes()
+    window.close()
+    again = MainWindow()  # the next launch remembers both
+    qtbot.addWidget(again)
+    assert (again.settings.model, again.settings.family) == (str(path), "dis-anime")
+    again._apply(model=DEFAULT_MODEL)
+    assert again.settings.family == ""  # a registry model has its own family
+    again.close()

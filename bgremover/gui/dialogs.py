@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
+    QInputDialog,
     QLabel,
     QLineEdit,
     QMenu,
@@ -28,11 +29,28 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..families import FAMILIES
 from ..models import REGISTRY
 from ..output import FORMATS
 from .jobs import JobEnd, JobState
 from .settings import Settings
 from .worker import BatchProgress
+
+
+def ask_family(parent: QWidget | None, filename: str, candidates: tuple[str, ...]) -> str:
+    """Ask which family a model file belongs to, among ``candidates`` (its signature fits
+    each); "" when the user cancels."""
+    items = [f"{name}: {FAMILIES[name].description}" for name in candidates]
+    item, ok = QInputDialog.getItem(
+        parent,
+        "Which kind of model is this?",
+        f"{filename} could be a model of several families, which prepare photos "
+        "differently.\nChoose the one it was trained as (its author's documentation says):",
+        items,
+        0,
+        False,
+    )
+    return candidates[items.index(item)] if ok and item in items else ""
 
 
 def show_error(

@@ -19,6 +19,8 @@ from ..compose import (
     parse_length,
 )
 from ..errors import BgRemoverError, UsageError
+from ..families import FAMILIES
+from ..models import REGISTRY
 from ..output import FORMATS
 from ..pipeline import EngineConfig
 from ..presets import KEYS, check_export, options_from
@@ -39,6 +41,8 @@ class Settings:
     precision: str = EngineConfig.precision
     providers: str = EngineConfig.providers
     threads: int = EngineConfig.threads
+    #: For a model file: the family the user said it belongs to ("" read from the file).
+    family: str = ""
     output_format: str = "png"
     #: "" for a transparent background, a colour such as "#ffffff", "blur" or
     #: "blur:STRENGTH" (the photo's own background, blurred).
@@ -223,6 +227,8 @@ def load_settings() -> Settings:
         values[f.name] = value
     if values["output_format"] not in FORMATS:
         values["output_format"] = defaults.output_format
+    if values["family"] not in FAMILIES or values["model"] in REGISTRY:
+        values["family"] = defaults.family  # a registry model has its own
     loaded = replace(defaults, **values)
     # A hand-edited export value that means nothing (a colour, a canvas, a missing
     # background image) falls back to its default; the others are kept.

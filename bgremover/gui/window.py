@@ -45,13 +45,13 @@ from PySide6.QtWidgets import (
 from .. import __version__
 from ..atomic import write_atomically
 from ..edit import Box, Operation, mask_from_image
-from ..errors import BgRemoverError, EditsError, ModelError
+from ..errors import AmbiguousFamilyError, BgRemoverError, EditsError, ModelError
 from ..imaging import IMAGE_EXTENSIONS, LoadedImage, from_array, walk_images
 from ..models import DEFAULT_MODEL, REGISTRY, ModelStore
 from ..output import FORMATS, format_for_path
 from ..pipeline import EngineConfig, Result
 from .compare import ComparisonView
-from .dialogs import BatchDialog, show_error
+from .dialogs import BatchDialog, ask_family, show_error
 from .editing import SIZE_STEP, TOOLS, EditBar, EditTools, overlay_image, tool_tip
 from .imageconv import qimage_to_rgba
 from .jobs import Job, JobEnd, JobRunner, JobState
@@ -514,6 +514,8 @@ class MainWindow(QMainWindow):
         other finished images are when they are shown or saved.
         """
         before = self.settings
+        if "model" in changes and "family" not in changes:
+            changes["family"] = ""  # the family a model file was said to be stays with it
         self.settings = replace(self.settings, **changes)
         save_settings(self.settings)
         if self._batch_dialog is not None:
@@ -550,15 +552,21 @@ class MainWindow(QMainWindow):
         if path:
             self.use_model_file(Path(path))
 
-    def use_model_file(self, path: Path) -> Job:
-        """Try ``path`` as a model on the engine thread; it becomes the setting only if it loads."""
-        config = replace(self.settings.engine(), model=str(path), precision="fp32")
+    def use_model_file(self, path: Path, family: str = "") -> Job:
+        """Try ``path`` as a model on the engine thread; it becomes the setting only if it
+        loads. A file whose signature fits several families makes the app ask which one
+        it is (``family``), then try again."""
+        config = replace(self.settings.engine(), model=str(path), precision="fp32", family=family)
 
         def ended(end: JobEnd) -> None:
             if end.ok:
                 self.panel.show_model(str(path))
-                self._apply(model=str(path))
+                self._apply(model=str(path), family=family)
                 self.statusBar().showMessage(f"Using the model file {path.name}.", 6000)
+            elif isinstance(end.error, AmbiguousFamilyError):
+                chosen = ask_family(self, path.name, end.error.candidates)
+                if chosen:
+                    self.use_model_file(path, chosen)
             elif end.state is JobState.FAILED:
                 show_error(
                     self,
