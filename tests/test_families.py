@@ -337,3 +337,22 @@ def test_real_isnet_cuts_out_a_photo(isnet_path: Path) -> None:
     assert (ours & rocket).sum() / rocket.sum() > 0.9
     assert ours[:100, 360:520].mean() < 0.01  # the sky between the towers
     assert ours[:, :70].mean() > rocket[:, :70].mean() + 0.05  # the tower on the left
+
+
+def test_real_isnet_masks_agree_with_rembgs_isnet_session(
+    isnet_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parity with rembg 2.0.86's IS-Net settings (its dis_custom session on the same file):
+    within 1/255 and IoU 0.995 on each shipped photo (0 difference measured)."""
+    from conftest import assert_masks_close, real_photos
+
+    monkeypatch.setenv("U2NET_HOME", str(isnet_path.parent))  # rembg's models folder rule
+    rembg = pytest.importorskip("rembg")
+    session = rembg.new_session(
+        "dis_custom", model_path=str(isnet_path), providers=["CPUExecutionProvider"]
+    )
+    ours = Remover("isnet-imgly", refine=False)
+    for photo in real_photos():
+        theirs = np.asarray(rembg.remove(Image.open(photo), session=session, only_mask=True))
+        mask = ours.remove(photo).mask
+        assert_masks_close(mask, theirs, tmp_path, photo.stem, max_mean_abs=1 / 255, min_iou=0.995)
