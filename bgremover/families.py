@@ -12,7 +12,7 @@ the signature fits more than one family.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .errors import AmbiguousFamilyError, ModelError
 
@@ -96,8 +96,6 @@ class Family:
         if bad or not classes:
             names = ", ".join(f"{i} {n}" for i, n in enumerate(self.class_names) if i)
             raise ModelError(f"Classes {list(classes)} are not among {self.name}'s: {names}.")
-        from dataclasses import replace
-
         return replace(self, classes=tuple(sorted(set(classes))))
 
 

@@ -14,7 +14,6 @@ ORT when the session loads) adds back in float.
 
 from __future__ import annotations
 
-import collections
 import functools
 import logging
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from . import graph_tools
 from .errors import ModelError
 from .graph_tools import prune_to_outputs
 
@@ -43,7 +43,7 @@ def prepare_graph(
     # Resize sizes become constants, so only real tensors get quantized.
     quant_pre_process(str(pruned), str(folded))
     model = onnx.load(str(folded))
-    producers = _producers(model.graph)
+    producers = graph_tools.producers(model.graph)
     relus = [
         n.output[0]
         for n in model.graph.node
@@ -63,18 +63,6 @@ def prepare_graph(
     final = producers.get(model.graph.output[0].name)
     keep_float = [final.name] if final is not None and final.op_type == "Sigmoid" else []
     return onnx.shape_inference.infer_shapes(model), border_nodes + keep_float
-
-
-def _consumers(graph: Any) -> dict[str, list[Any]]:
-    found: dict[str, list[Any]] = collections.defaultdict(list)
-    for node in graph.node:
-        for name in node.input:
-            found[name].append(node)
-    return found
-
-
-def _producers(graph: Any) -> dict[str, Any]:
-    return {out: node for node in graph.node for out in node.output}
 
 
 def _attr(node: Any, name: str, default: Any = None) -> Any:
@@ -149,7 +137,7 @@ def shift_offset_channels(
     from onnx import numpy_helper
 
     g = model.graph
-    producers, consumers = _producers(g), _consumers(g)
+    producers, consumers = graph_tools.producers(g), graph_tools.consumers(g)
     weights = {t.name: t for t in g.initializer}
     outputs = {o.name for o in g.output}
     shifted = 0
