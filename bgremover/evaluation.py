@@ -8,9 +8,10 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Hashable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -23,10 +24,31 @@ from .plan import plan_batch, resolve_output
 from .report import comparison_sheet
 from .session import CPU, SessionPool, available_providers, runtime_conflict
 
+K = TypeVar("K", bound=Hashable)
+
 
 def _err(message: str) -> None:
     if sys.stderr is not None:
         print(message, file=sys.stderr)
+
+
+def infer_times(
+    removers: Mapping[K, Remover], rgb: np.ndarray, runs: int, warmup: int = 3
+) -> dict[K, list[float]]:
+    """Seconds of each Remover's inference on ``rgb`` (prepared as each one's model wants
+    it), ``runs`` times after ``warmup`` runs, the Removers interleaved so that a change in
+    the machine's load hits every one alike."""
+    batches = {key: r.prepare(from_array(rgb))[0] for key, r in removers.items()}
+    for key, r in removers.items():
+        for _ in range(warmup):
+            r.infer(batches[key])  # first runs allocate and tune
+    times: dict[K, list[float]] = {key: [] for key in removers}
+    for _ in range(runs):
+        for key, r in removers.items():
+            start = time.perf_counter()
+            r.infer(batches[key])
+            times[key].append(time.perf_counter() - start)
+    return times
 
 
 def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
@@ -161,16 +183,7 @@ def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
                 continue
             removers[(provider, precision)] = r
     rgb = read_image(image_path).rgb
-    batches = {key: r.prepare(from_array(rgb))[0] for key, r in removers.items()}
-    for key, r in removers.items():
-        for _ in range(3):
-            r.infer(batches[key])  # warm-up: first runs allocate and tune
-    times: dict[tuple[str, str], list[float]] = {key: [] for key in removers}
-    for _ in range(args.runs):  # interleaved, so load changes hit every variant alike
-        for key, r in removers.items():
-            t = time.perf_counter()
-            r.infer(batches[key])
-            times[key].append(time.perf_counter() - t)
+    times = infer_times(removers, rgb, args.runs)
     for (provider, precision), runs in times.items():
         row = {"provider": provider, "precision": precision, **_spread(runs)}
         results["inference"].append(row)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from bgremover import Remover
+from bgremover.evaluation import infer_times
 from bgremover.imaging import read_image, walk_images
 from bgremover.metrics import fidelity
 
@@ -80,17 +81,8 @@ def main() -> int:
 
     if first_batch is None:
         return 1
-    from bgremover.transforms import preprocess
-
-    batch = preprocess(first_batch, fp32.family, fp32.input_size)
-    for remover in variants.values():
-        remover.infer(batch)  # warm-up
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(args.runs):
-        for name, remover in variants.items():
-            start = time.perf_counter()
-            remover.infer(batch)
-            times[name].append(time.perf_counter() - start)
+    # Each variant's input as its own model wants it (an --also model may be another family).
+    times = infer_times(variants, first_batch, args.runs, warmup=1)
     median = {name: statistics.median(t) for name, t in times.items()}
     print(f"\ninference, median of {args.runs} interleaved runs ({args.threads or 'auto'} threads)")
     for name in variants:

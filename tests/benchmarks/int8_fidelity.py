@@ -15,17 +15,16 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from bgremover import Remover
+from bgremover.evaluation import infer_times
 from bgremover.metrics import band_mae, iou, sad, trimap_band
 from bgremover.models import REGISTRY, ModelStore
 from bgremover.quantize import calibration_files, int8_path, quantize_model
-from bgremover.transforms import preprocess
 
 
 def grey(path: Path) -> np.ndarray:
@@ -68,17 +67,8 @@ def main() -> int:
                  "sad": sad(mask, gt)}
             )  # fmt: skip
 
-    batch = preprocess(np.asarray(Image.open(images[0]).convert("RGB")), spec.family)
     variants = {"fp32": fp32, **int8}
-    for remover in variants.values():
-        for _ in range(3):
-            remover.infer(batch)
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(args.runs):
-        for name, remover in variants.items():
-            start = time.perf_counter()
-            remover.infer(batch)
-            times[name].append(time.perf_counter() - start)
+    times = infer_times(variants, np.asarray(Image.open(images[0]).convert("RGB")), args.runs)
     median = {name: statistics.median(t) for name, t in times.items()}
 
     fp32_sad = float(np.mean([r["sad"] for r in rows["fp32"]]))
