@@ -7,6 +7,7 @@ same chain.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -25,7 +26,7 @@ from .imaging import LoadedImage, from_array, from_pil, read_image
 from .models import DEFAULT_MODEL, PRECISIONS, ModelSpec, ModelStore, file_identity, resolve_spec
 from .refine import refine_alpha
 from .session import SessionInfo, SessionPool, create_session, resolve_providers
-from .transforms import normalise_output, postprocess, preprocess, score_map
+from .transforms import mask_from_score, normalise_output, postprocess, preprocess, score_map
 
 __all__ = [
     "PRECISIONS",
@@ -419,7 +420,8 @@ class Remover:
         info = self.load()
         t0 = time.perf_counter()
         height, width = loaded.rgb.shape[:2]
-        mask = postprocess(raw, width, height, self.family)
+        score = score_map(raw, self.family)  # kept as the Result's raw output too
+        mask = mask_from_score(score, width, height, self.family)
         t1 = time.perf_counter()
         alpha = output_alpha(loaded, mask, self.refine, edits, self.segment)
         t2 = time.perf_counter()
@@ -432,13 +434,20 @@ class Remover:
             providers=info.active,
             fallbacks=info.fallbacks,
             precision=self.precision,
-            raw=score_map(raw, self.family),
+            raw=score,
         )
 
 
 def read_signature(path: Path) -> Signature:
     """What an ONNX file declares: input and output shapes, and the op making its first
-    output (whether it applies its own sigmoid)."""
+    output (whether it applies its own sigmoid). Read once per path, size and modification
+    time: the app makes a Remover per job, and the file can be a gigabyte."""
+    info = path.stat()
+    return _signature_once(str(path), info.st_size, info.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _signature_once(path: str, size: int, mtime_ns: int) -> Signature:
     import onnx
 
     graph = onnx.load(str(path), load_external_data=False).graph
