@@ -52,8 +52,6 @@ class SessionInfo:
     input_size: int | None
     #: The model input's declared shape; None where a dimension is dynamic.
     input_shape: tuple[int | None, ...] = ()
-    #: Each output's declared shape, in order (None where a dimension is dynamic).
-    output_shapes: tuple[tuple[int | None, ...], ...] = ()
 
 
 #: Providers that do not run the model on this machine (Azure sends requests to a
@@ -326,15 +324,11 @@ def create_session_cpu(
 def _info(
     session: Any, requested: tuple[str, ...], active: tuple[str, ...], fallbacks: list[str]
 ) -> SessionInfo:
-    def declared(dims: Sequence[Any]) -> tuple[int | None, ...]:
-        return tuple(d if isinstance(d, int) else None for d in dims)
-
     inp = session.get_inputs()[0]
-    shape = declared(inp.shape)
+    shape = tuple(d if isinstance(d, int) else None for d in inp.shape)
     # A fixed square side; None when the height or width is dynamic.
     size = shape[-1] if len(shape) == 4 and shape[-2] == shape[-1] else None
-    outputs = tuple(declared(o.shape) for o in session.get_outputs())
-    return SessionInfo(requested, active, tuple(fallbacks), inp.name, size, shape, outputs)
+    return SessionInfo(requested, active, tuple(fallbacks), inp.name, size, shape)
 
 
 SessionFactory = Callable[[], tuple[Any, SessionInfo]]
