@@ -220,8 +220,8 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
     if row["state"] != TODO:
         return row
     from .output import write_output
-    from .pipeline import Remover, output_alpha
-    from .transforms import postprocess
+    from .pipeline import Remover, model_mask, output_alpha
+    from .transforms import score_map
 
     index = int(row["index"])
     job, record = settings.jobs[index], settings.records[index]
@@ -241,11 +241,12 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
         try:
             t0 = time.perf_counter()
             height, width = loaded.rgb.shape[:2]
-            assert settings.family is not None
-            mask = postprocess(raw, width, height, settings.family)
+            family, refine = settings.family, settings.config.refine
+            assert family is not None
+            mask = model_mask(score_map(raw, family), width, height, family, refine)
             # Box edits run the model on a crop: only then does this stage load it.
             segment = Remover.from_config(settings.config).segment if job.edits else None
-            alpha = output_alpha(loaded, mask, settings.config.refine, job.edits, segment)
+            alpha = output_alpha(loaded, mask, refine, job.edits, segment)
             t1 = time.perf_counter()
             written = write_output(
                 loaded.rgb, alpha, settings.options, job.output, settings.fmt, record, claim,

@@ -54,6 +54,15 @@ def combine_alpha(mask: np.ndarray, input_alpha: np.ndarray | None) -> np.ndarra
     return ((product + 127) // 255).astype(np.uint8)
 
 
+def model_mask(
+    score: np.ndarray, width: int, height: int, family: Family, refine: bool
+) -> np.ndarray:
+    """The model's mask at the source size from its :func:`score_map`. Used as it is
+    (``refine`` off) it is rembg's to the pixel: the same Lanczos upscale. Refinement
+    reworks the edges anyway, so then the upscale is the fast bicubic one."""
+    return mask_from_score(score, width, height, family, exact=not refine)
+
+
 def edit_base(rgb: np.ndarray, mask: np.ndarray, refine: bool) -> np.ndarray:
     """The mask edits start from: the model's ``mask``, edge-refined when ``refine``."""
     return refine_alpha(rgb, mask) if refine else mask
@@ -80,7 +89,7 @@ class Result:
     """One image's outcome. Arrays are at the source size, upright."""
 
     image: LoadedImage
-    #: The model's mask (uint8, H x W), as rembg would compute it.
+    #: The model's mask (uint8, H x W): rembg's when unrefined (see :func:`model_mask`).
     mask: np.ndarray
     #: The alpha that outputs use: the mask, edge-refined unless refinement is
     #: off, combined with the input's own alpha.
@@ -93,6 +102,8 @@ class Result:
     precision: str = "fp32"
     #: The model's main output before min-max normalisation (S x S float32).
     raw: np.ndarray | None = field(default=None, repr=False)
+    #: How the model's input and output are laid out (for the mask made again from raw).
+    family: Family | None = field(default=None, repr=False)
 
     def compose_array(self, options: ComposeOptions | None = None) -> np.ndarray:
         """The output pixels: cutout (RGBA) by default, or mask / background per ``options``."""
@@ -120,9 +131,13 @@ class Result:
         """This result with its alpha made again from the model's mask, refined or not:
         what a change of the refinement setting needs, without running the model again."""
         start = time.perf_counter()
-        alpha = output_alpha(self.image, self.mask, refine)
+        mask = self.mask
+        if self.raw is not None and self.family is not None:  # its upscale depends on refine
+            height, width = mask.shape
+            mask = model_mask(self.raw, width, height, self.family, refine)
+        alpha = output_alpha(self.image, mask, refine)
         timings = {**self.timings, "refine": time.perf_counter() - start}
-        return replace(self, alpha=alpha, timings=timings)
+        return replace(self, mask=mask, alpha=alpha, timings=timings)
 
 
 @dataclass(frozen=True)
@@ -405,7 +420,8 @@ class Remover:
         edge-refined when this Remover refines."""
         batch, _ = self.prepare(from_array(rgb))
         height, width = rgb.shape[:2]
-        mask = postprocess(self.infer(batch), width, height, self.family)
+        score = score_map(self.infer(batch), self.family)
+        mask = model_mask(score, width, height, self.family, self.refine)
         return edit_base(rgb, mask, self.refine)
 
     def finish(
@@ -421,7 +437,7 @@ class Remover:
         t0 = time.perf_counter()
         height, width = loaded.rgb.shape[:2]
         score = score_map(raw, self.family)  # kept as the Result's raw output too
-        mask = mask_from_score(score, width, height, self.family)
+        mask = model_mask(score, width, height, self.family, self.refine)
         t1 = time.perf_counter()
         alpha = output_alpha(loaded, mask, self.refine, edits, self.segment)
         t2 = time.perf_counter()
@@ -435,6 +451,7 @@ class Remover:
             fallbacks=info.fallbacks,
             precision=self.precision,
             raw=score,
+            family=self.family,
         )
 
 

@@ -128,12 +128,16 @@ def postprocess(raw: np.ndarray, width: int, height: int, family: Family) -> np.
     return mask_from_score(score_map(raw, family), width, height, family)
 
 
-def mask_from_score(score: np.ndarray, width: int, height: int, family: Family) -> np.ndarray:
+def mask_from_score(
+    score: np.ndarray, width: int, height: int, family: Family, exact: bool = False
+) -> np.ndarray:
     """A :func:`score_map` -> uint8 mask (height, width) at the source size.
 
-    The upscale is OpenCV's bicubic: within 0.15/255 mean of a Lanczos upscale
-    (rembg's) on 12-megapixel photos and about 15x faster there (3 ms against 45 ms).
-    A downscale is Lanczos, as rembg's.
+    ``exact``: resized with Pillow's Lanczos both ways, as rembg does, so the mask is
+    rembg's (``--no-refine``). Otherwise an upscale is OpenCV's bicubic: within 0.15/255
+    mean of Lanczos on 12-megapixel photos and about 15x faster there (5 ms against
+    88 ms), but near 0.5 the two can fall on different sides, which matters only when
+    the mask is used as it is. A downscale is always Lanczos.
     """
     pred = normalise_output(score, family)
     x0, y0, w, h = content_box(family, pred.shape, width, height)
@@ -141,7 +145,7 @@ def mask_from_score(score: np.ndarray, width: int, height: int, family: Family) 
     small = (np.clip(pred, 0.0, 1.0) * 255).astype(np.uint8)
     if (width, height) == small.shape[::-1]:
         return small
-    if width < small.shape[1] or height < small.shape[0]:
+    if exact or width < small.shape[1] or height < small.shape[0]:
         # Shrinking (a 1024 px model's mask for a smaller photo): OpenCV's bicubic does
         # not filter before it samples, so fine structure aliases; Pillow's Lanczos does,
         # as rembg's, and on masks this small it costs a few milliseconds.

@@ -37,6 +37,33 @@ def test_masks_agree_with_rembg(
         assert_masks_close(ours, theirs, tmp_path, photo.stem, max_mean_abs=2 / 255, min_iou=0.99)
 
 
+def test_unrefined_masks_are_rembgs(u2netp_path: Path, monkeypatch, tmp_path: Path) -> None:
+    """``--no-refine`` is rembg's mask: the same Lanczos upscale, so on every shipped photo
+    within 1/255 and IoU >= 0.995 (the fast bicubic upscale of refined runs is not)."""
+    from bgremover import Remover
+
+    monkeypatch.setenv("U2NET_HOME", str(u2netp_path.parent))
+    rembg = pytest.importorskip("rembg")
+    session = rembg.new_session("u2netp", providers=["CPUExecutionProvider"])
+    remover = Remover("u2netp", providers="cpu", refine=False)
+    for photo in real_photos():
+        theirs = np.asarray(rembg.remove(Image.open(photo), session=session, only_mask=True))
+        result = remover.remove(photo)
+        assert_masks_close(result.mask, theirs, tmp_path, photo.stem, 1 / 255, 0.995)
+        assert np.array_equal(result.alpha, result.mask)  # no refinement, opaque photos
+
+
+def test_a_change_of_refinement_remakes_the_mask_with_its_upscale(u2netp_remover) -> None:
+    from bgremover import Remover
+
+    refined = u2netp_remover.remove(SAMPLE)
+    unrefined = Remover("u2netp", providers="cpu", refine=False).remove(SAMPLE)
+    assert not np.array_equal(refined.mask, unrefined.mask)  # bicubic against Lanczos
+    assert np.array_equal(refined.with_refinement(False).mask, unrefined.mask)
+    assert np.array_equal(refined.with_refinement(False).alpha, unrefined.alpha)
+    assert np.array_equal(unrefined.with_refinement(True).alpha, refined.alpha)
+
+
 def test_exif_rotated_photo_gives_rotated_mask(u2netp_remover, tmp_path: Path) -> None:
     upright = u2netp_remover.remove(SAMPLE).mask
     rotated_file = tmp_path / "rotated.jpg"
