@@ -8,6 +8,9 @@
    first launch.
 2. Runs PyInstaller on packaging/bgremover.spec (onedir): packaging/dist/bgremover/
    (and bgremover.app on macOS), then removes the staging copy of the models.
+   The bundle takes the OpenCV installed where it is built: packaging/opencv_minimal.py
+   --install replaces the PyPI wheel with a build of the three modules bgremover calls
+   (the release bundles do; about 130 MB less). Without it, a note says so.
 3. Writes packaging/dist/size-report.txt (and prints it): every file of the bundle
    attributed to the package, Qt part or system library it comes from, with the
    bundle's size on disk; on Linux it also packs packaging/dist/bgremover-VERSION-linux-
@@ -54,6 +57,20 @@ def bundle_models(with_int8: bool) -> None:
         print(f"bundled model: {f.name} ({f.stat().st_size / 1e6:.1f} MB)")
 
 
+def opencv_note() -> str:
+    """Which OpenCV goes into the bundle."""
+    from importlib.metadata import version
+
+    installed = version("opencv-python-headless")
+    if installed.endswith("+minimal"):
+        return f"OpenCV {installed}: core, imgproc and imgcodecs only"
+    return (
+        f"OpenCV {installed} from PyPI, with every module and FFmpeg (about 130 MB more "
+        "than needed): run `python packaging/opencv_minimal.py --install` first to ship "
+        "only what bgremover calls"
+    )
+
+
 def windows_version_file(path: Path) -> None:
     """The VERSIONINFO resource of the Windows executables."""
     nums = [int(x) for x in __version__.split(".")[:3]] + [0]
@@ -85,6 +102,8 @@ def main() -> int:
     args = parser.parse_args()
     started = time.perf_counter()
     here = ROOT / "packaging"
+    opencv = opencv_note()
+    print(opencv)
     bundle_models(with_int8=not args.skip_int8)
     if sys.platform == "win32":
         windows_version_file(here / "build" / "version_info.txt")
@@ -104,7 +123,7 @@ def main() -> int:
         arch = platform.machine().lower()
         archive = here / "dist" / f"bgremover-{__version__}-linux-{arch}.tar.gz"
         make_tar_gz(bundle, archive)
-    table = report(bundle, archive)
+    table = report(bundle, archive) + opencv + "\n"
     (here / "dist" / "size-report.txt").write_text(table, encoding="utf-8")
     print(table, end="")
     print(f"bundle: {bundle} ({folder_size(bundle) / 1e6:.0f} MB), built in {built:.0f} s")

@@ -8,7 +8,11 @@ network namespace (`unshare -n`, needs root or user namespaces), elsewhere with
 proxies pointing at a closed local port. Checks:
   1. `bgremover remove PHOTO -o OUT.png` writes a sensible cutout (fp32 and int8),
      from the models inside the bundle, and nothing is downloaded into the cache;
-  2. `bgremover-gui PHOTO --screenshot SHOT.png` starts (offscreen on Linux) and
+  2. `bgremover remove PHOTO --edits EDITS.json` replays touch-up edits (a Remove click,
+     an Add click, an edge-aware erase and a box: GrabCut, k-means, distance transforms
+     and the model on a crop, so every OpenCV function the edits use is in the bundle)
+     and changes the cutout where they were made;
+  3. `bgremover-gui PHOTO --screenshot SHOT.png` starts (offscreen on Linux) and
      writes a screenshot; the time from launch to screenshot is printed.
 Exits non-zero with a message on the first failure.
 """
@@ -16,6 +20,7 @@ Exits non-zero with a message on the first failure.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -114,6 +119,30 @@ def main() -> int:
     cached = [p for p in home.rglob("*.onnx")]
     if cached:
         raise SystemExit(f"smoke test: models were written to the user cache: {cached}")
+
+    # Touch-up edits as the app exports them, replayed by the bundled CLI.
+    w, h = Image.open(args.image).size
+    edits = work / "edits.json"
+    ops = [
+        {"tool": "remove", "points": [[w * 0.08, h * 0.08]]},
+        {"tool": "add", "points": [[w * 0.5, h * 0.55]]},
+        {"tool": "erase", "points": [[w * 0.9, h * 0.9], [w * 0.8, h * 0.95]],
+         "radius": h / 20, "hardness": 0.8, "edge_aware": True},
+        {"tool": "box", "points": [[w * 0.2, h * 0.1], [w * 0.8, h * 0.9]]},
+        {"tool": "erase", "points": [[w * 0.5, h * 0.5]], "radius": h / 30},
+    ]  # fmt: skip
+    edits.write_text(json.dumps({"format": "bgremover-edits", "version": 1, "size": [w, h],
+                                 "operations": ops}), encoding="utf-8")  # fmt: skip
+    edited = work / "edited.png"
+    run([*prefix, str(cli), "remove", str(args.image), "-o", str(edited), "--edits", str(edits)],
+        env, "bundled CLI (touch-up edits)")  # fmt: skip
+    check_cutout(edited)
+    before = np.asarray(Image.open(out).getchannel("A"))
+    after = np.asarray(Image.open(edited).getchannel("A"))
+    centre = (int(h * 0.5), int(w * 0.5))  # inside the subject, erased by the last stroke
+    if before[centre] < 200 or after[centre] != 0 or np.array_equal(before, after):
+        raise SystemExit("smoke test: the touch-up edits did not change the cutout as made")
+    print(f"CLI touch-up replay: {(before != after).mean():.1%} of the pixels changed")
 
     shot = work / "shot.png"
     start = time.perf_counter()

@@ -158,6 +158,27 @@ def test_the_bundle_matrix_covers_every_platform() -> None:
         assert any(f'== "{entry["arch"]}"' in s["run"] for s in steps), name
 
 
+def test_every_bundle_ships_the_minimal_opencv() -> None:
+    """Installed after the project's dependencies (which bring the PyPI OpenCV) and before
+    the build, from a cache keyed by the script that makes it."""
+    jobs = _load(BUNDLES)["jobs"]
+    for job, entries in ((jobs["bundle"], list(_entries().values())),
+                         (jobs["bundle-windows-cuda"], [{}])):  # fmt: skip
+        for entry in entries:
+            steps = _steps(job, entry)
+            runs = [s["run"] for s in steps]
+            install = next(i for i, r in enumerate(runs) if 'pip install ".[bundle]"' in r)
+            minimal = runs.index("python packaging/opencv_minimal.py --install")
+            build = next(i for i, r in enumerate(runs) if "python packaging/build.py" in r)
+            assert install < minimal < build, entry
+            assert steps[minimal - 1]["uses"].startswith("ilammy/setup-nasm@"), entry
+            cache = steps[minimal - 2]
+            assert cache["uses"].startswith("actions/cache@"), entry
+            step = job["steps"][minimal - 2]
+            assert step["with"]["path"] == "packaging/build/opencv/wheel"
+            assert "hashFiles('packaging/opencv_minimal.py')" in step["with"]["key"]
+
+
 def test_the_macos_intel_bundle_pins_the_last_x86_64_onnxruntime_on_an_intel_runner() -> None:
     entry = _entries()["bgremover-macos-x86_64"]
     # macos-13 was GitHub's Intel image; macos-15-intel is its successor.
