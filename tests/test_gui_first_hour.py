@@ -23,7 +23,7 @@ from bgremover.gui.queue import Status
 from bgremover.gui.settings_panel import APPLIES_TO, model_label, select_data
 from bgremover.gui.status import PreparationBar
 from bgremover.gui.worker import Preparing
-from bgremover.pipeline import EngineConfig
+from bgremover.pipeline import EngineConfig, Remover
 
 from conftest import DATA, SAMPLE, build_tiny_model, is_job, make_window, served_model
 
@@ -121,9 +121,11 @@ def test_refinement_is_redone_from_the_mask_without_inference(qtbot, u2netp_path
     assert entry.processed.config.refine is True
     settle(qtbot, window, lambda: window.panel.refine_box.setChecked(False))
     after = entry.processed.result
-    assert after.mask is before.mask  # the network's mask, not run again
+    assert after.raw is before.raw  # the network's output, not run again
     assert after.timings["infer"] == before.timings["infer"]
-    assert np.array_equal(after.alpha, before.mask)  # refinement off: the mask as it is
+    assert np.array_equal(after.alpha, after.mask)  # refinement off: the mask as it is,
+    unrefined = Remover("u2netp", providers="cpu", refine=False).remove(entry.source)
+    assert np.array_equal(after.mask, unrefined.mask)  # upscaled as rembg does, as the CLI's
     assert not np.array_equal(after.alpha, before.alpha)
     assert entry.processed.config.refine is False
 
