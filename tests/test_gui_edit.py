@@ -24,7 +24,7 @@ from bgremover.edit import Edits, apply_edits
 from bgremover.pipeline import Remover
 from bgremover.refine import refine_alpha
 
-from conftest import DATA, make_window, row_text, run_cli
+from conftest import DATA, is_job, make_window, row_text, run_cli
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("isolated_settings")]
 #: The modal dialogs answered as a user would (the fixture of test_gui_first_hour.py).
@@ -193,8 +193,10 @@ def test_save_writes_the_edits_and_exported_edits_reproduce_it(
     window.set_tool("restore")
     window.edit_tools.set_hardness(0.5)
     drag(window, [(300.0, 250.0), (330.0, 260.0)])
-    # Saved before the edits are applied: it waits for them, and writes them.
-    assert window.save_result(window.current_entry(), tmp_path / "cut.png") is None
+    # Saved before the edits are applied: it waits for them, and writes them. The save's
+    # end is what marks the entry saved, delivered after its job has left the queue.
+    with qtbot.waitSignal(window.output.ended, timeout=WAIT_MS, check_params_cb=is_job("save")):
+        assert window.save_result(window.current_entry(), tmp_path / "cut.png") is None
     applied(qtbot, window)
     assert (tmp_path / "cut.png").exists()
     saved = np.asarray(Image.open(tmp_path / "cut.png"))[..., 3]
@@ -437,8 +439,6 @@ def test_a_batch_over_the_folder_writes_the_edited_photo_edited(
     import shutil
 
     from bgremover.gui.jobs import JobState
-
-    from conftest import is_job
 
     src = tmp_path / "photos"
     src.mkdir()
