@@ -31,6 +31,7 @@ from PIL import Image
 from .atomic import Claim, remove_leftovers, windows_long_path
 from .compose import ComposeOptions
 from .errors import BgRemoverError, DiskFullError, ModelError
+from .guard import GuardCheck
 from .imaging import LoadedImage, read_image
 from .output import (
     DONE,
@@ -62,6 +63,8 @@ class ItemDone:
     bytes_written: int
     #: From the start of reading to the file written (stages overlap other images).
     seconds: float
+    #: For int8: what the int8 guard found (ran_fp32: the image was made in fp32).
+    guard: GuardCheck | None = None
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,7 @@ class _Item:
     loaded: LoadedImage | None = None
     batch: np.ndarray | None = None
     raw: np.ndarray | None = None
+    guard: GuardCheck | None = None
     timings: dict[str, float] = field(default_factory=dict)
     #: This run's claim on the output, held from before reading until written or dropped.
     claim: Claim | None = None
@@ -353,7 +357,7 @@ class _Pipeline:
                 continue  # drain: the batch is stopping
             try:
                 t0 = time.perf_counter()
-                item.raw = self.remover.infer(item.batch)
+                item.raw, item.guard = self.remover.infer_checked(item.batch)
                 item.timings["infer"] = time.perf_counter() - t0
                 item.batch = None
             except ModelError as exc:
@@ -374,7 +378,9 @@ class _Pipeline:
                 self.drop(item)
                 continue
             try:
-                result = self.remover.finish(item.loaded, item.raw, item.timings, item.job.edits)
+                result = self.remover.finish(
+                    item.loaded, item.raw, item.timings, item.job.edits, item.guard
+                )
                 item.loaded = item.raw = None
                 t0 = time.perf_counter()
                 rgb, alpha, timings = result.image.rgb, result.alpha, dict(result.timings)
@@ -393,7 +399,7 @@ class _Pipeline:
             seconds = time.perf_counter() - item.started
             self.put(
                 self.events_out,
-                ItemDone(item.index, self.total, item.job, timings, written, seconds),
+                ItemDone(item.index, self.total, item.job, timings, written, seconds, item.guard),
             )
 
     # -- the consumer's side -----------------------------------------------------

@@ -212,6 +212,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="int8 is faster; it is made from the fp32 model on first use "
         "(see `bgremover compare` for what it changes)",
     )
+    rm.add_argument(
+        "--no-int8-guard",
+        dest="int8_guard",
+        action="store_false",
+        help="with int8, keep int8 for every image; by default an image int8 is unsure "
+        "of (a broad part of it near the mask's threshold) is made in fp32 as well",
+    )
     _family_arguments(rm)
     rm.add_argument(
         "--no-refine",
@@ -511,6 +518,13 @@ def _serve_arguments(command) -> None:
     )
     serve.add_argument("-m", "--model", default=DEFAULT_MODEL, help="model name or .onnx path")
     serve.add_argument("-p", "--precision", choices=PRECISIONS, default=PRECISIONS[0])
+    serve.add_argument(
+        "--no-int8-guard",
+        dest="int8_guard",
+        action="store_false",
+        help="with int8, keep int8 for every image (by default one int8 is unsure of is made "
+        "in fp32 as well; the X-Precision response header says which ran)",
+    )
     serve.add_argument("--no-refine", dest="refine", action="store_false")
     serve.add_argument("--providers", default="auto")
     serve.add_argument(
@@ -770,6 +784,8 @@ def cmd_remove(args: argparse.Namespace) -> int:
     from .compose import ComposeOptions
     from .edit import load_edits
     from .errors import UsageError
+    from .guard import CLI_HINT
+    from .guard import summary as guard_summary
     from .pipeline import EngineConfig, Remover
     from .plan import plan_batch, resolve_output
     from .presets import check_export, get_preset, options_from
@@ -805,6 +821,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
     config = EngineConfig(
         args.model, args.precision, args.providers, args.threads, args.refine,
         family=args.family, classes=args.classes, resolution=args.resolution,
+        int8_guard=args.int8_guard,
     )  # fmt: skip
     remover = Remover.from_config(config, progress=progress.task(args.model))
     info = remover.load()  # obtain the model before the first image, with its own progress
@@ -821,6 +838,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
     start = time.monotonic()
     finished: BatchFinished | None = None
     count = 0  # items complete out of order: progress counts them
+    guarded = []
     events = run_batch(
         jobs,
         remover,
@@ -840,6 +858,9 @@ def cmd_remove(args: argparse.Namespace) -> int:
                 _err(f"bgremover: failed: {reason}")
             elif isinstance(event, ItemDone):
                 log.info("%s -> %s (%.2f s)", event.job.source, event.job.output, event.seconds)
+                guarded.append(event.guard)
+                if event.guard is not None and event.guard.in_doubt:
+                    log.info("%s: %s", event.job.source, event.guard.words())
             elif event.reason != ALREADY_DONE:  # kept, or another run's: say which and why
                 progress.clear()
                 _err(f"bgremover: skipped {event.job.source}: {event.reason}")
@@ -858,7 +879,8 @@ def cmd_remove(args: argparse.Namespace) -> int:
     summary = f"bgremover: {', '.join(parts)} in {finished.seconds:.1f} s -> {where}"
     if finished.stopped:
         summary += f"\nbgremover: stopped early: {finished.stopped}"
-    _err(summary)
+    note = guard_summary(guarded, CLI_HINT)
+    _err(summary + (f"\nbgremover: {note}" if note else ""))
     return EXIT_SOME_FAILED if failed else EXIT_OK
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .errors import UsageError
+from .guard import GuardCheck
 from .metrics import fidelity
 from .models import PRECISIONS
 from .pipeline import ImageInput, Remover, Result
@@ -108,16 +109,55 @@ def _side(remover: Remover, result: Result, label: str) -> dict[str, Any]:
     }
 
 
+#: B changes a photo materially when its mask is below this IoU against A's (the
+#: fidelity int8 is held to).
+MATERIAL_IOU = 0.98
+
+
+def verdict(iou: float, label_a: str, label_b: str, int8_b: GuardCheck | None) -> str:
+    """What B does to the photo, in words, and for B in int8 what the int8 guard makes
+    of it."""
+    share = f"{100 * (1 - iou):.1f} %"
+    if iou < MATERIAL_IOU:
+        text = (
+            f"{label_b} changes this photo materially: its mask and {label_a}'s disagree "
+            f"on {share} of what either keeps (IoU {iou:.3f})."
+        )
+        if int8_b is not None:
+            text += (
+                " The int8 guard catches it: with the guard on (the default), this photo "
+                "is made in fp32."
+                if int8_b.in_doubt
+                else " The int8 guard does not catch it (little of the photo is undecided): "
+                "use fp32 for this photo."
+            )
+        return text
+    text = f"{label_b} keeps {label_a}'s mask on this photo (IoU {iou:.3f})."
+    if int8_b is not None and int8_b.in_doubt:
+        text += " int8 was unsure of it, so with the guard on it is made in fp32."
+    return text
+
+
 def compare(
     a: Remover, b: Remover, image: ImageInput, max_megapixels: float | None = None
 ) -> Comparison:
-    """Run ``image`` through both removers (decoded once) and measure what B changes."""
+    """Run ``image`` through both removers (decoded once) and measure what B changes.
+
+    Both sides run as they are, without the int8 guard (a comparison shows what int8
+    does); the guard's check of an int8 side is reported (``guard_a``, ``guard_b``) and
+    ``verdict`` says in words whether B changes the photo materially."""
+    a, b = a.without_guard(), b.without_guard()
     ra = a.remove(image, max_megapixels)
     rb = b.remove(ra.image)  # the same decoded pixels
     label_a, label_b = side_label(a), side_label(b)
     metrics = fidelity(ra.mask, rb.mask, ra.raw, rb.raw)
     metrics["a"] = _side(a, ra, label_a)
     metrics["b"] = _side(b, rb, label_b)
+    metrics["guard_a"] = ra.guard.as_dict() if ra.guard is not None else None
+    metrics["guard_b"] = rb.guard.as_dict() if rb.guard is not None else None
+    agreement = float(metrics["iou"])  # type: ignore[arg-type]
+    metrics["material"] = agreement < MATERIAL_IOU
+    metrics["verdict"] = verdict(agreement, label_a, label_b, rb.guard)
     metrics["infer_a_s"] = ra.timings["infer"]
     metrics["infer_b_s"] = rb.timings["infer"]
     if is_precision_pair(a, b):

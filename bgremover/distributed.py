@@ -95,6 +95,8 @@ from .batch import (
 from .compose import ComposeOptions
 from .errors import BgRemoverError, DiskFullError, ModelError, UsageError
 from .families import Family
+from .guard import CLI_HINT, GuardCheck
+from .guard import summary as guard_summary
 from .output import DONE, MISSING, OTHER_PHOTO, REDO, SourceRecord, existing_output
 from .pipeline import EngineConfig
 from .plan import Job
@@ -206,13 +208,13 @@ class InferenceActor:
         self._maybe_die()
         try:
             t0 = time.perf_counter()
-            raw = self.remover.infer(batch)
+            raw, found = self.remover.infer_checked(batch)
             timings["infer"] = time.perf_counter() - t0
         except ModelError as exc:  # the model cannot run: the plain batch stops too
             return _row(index, FATAL, str(exc))
         except Exception as exc:
             return _row(index, FAILED, _reason(exc, Path(loaded.source)))
-        return _row(index, TODO, payload=_pack(loaded, raw, timings))
+        return _row(index, TODO, payload=_pack(loaded, raw, timings, found))
 
 
 def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
@@ -225,7 +227,7 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
 
     index = int(row["index"])
     job, record = settings.jobs[index], settings.records[index]
-    loaded, raw, timings = _unpack(row["payload"])
+    loaded, raw, timings, found = _unpack(row["payload"])
     on_disk = Path(windows_long_path(job.output))
     try:
         claim = Claim.try_acquire(on_disk)
@@ -257,7 +259,7 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
             return _row(index, STOPPED, str(exc))
         except Exception as exc:
             return _row(index, FAILED, _reason(exc, job.source))
-    return _row(index, WRITTEN, payload=_pack(timings), written=written)
+    return _row(index, WRITTEN, payload=_pack(timings, found), written=written)
 
 
 def _already_there(job: Job, record: SourceRecord) -> tuple[str, str] | None:
@@ -284,6 +286,8 @@ class Outcome:
     reason: str = ""
     written: int = 0
     timings: Mapping[str, float] | None = None
+    #: For int8: what the int8 guard found on the photo.
+    guard: GuardCheck | None = None
 
 
 def _import_ray() -> Any:
@@ -367,9 +371,9 @@ def run_ray(
         ds = ds.map(finish_stage, fn_kwargs={"settings": settings}, num_cpus=task_cpus,
                     max_retries=-1)  # fmt: skip
     for row in ds.iter_rows():
-        timings = _unpack(row["payload"])[0] if row["state"] == WRITTEN else None
+        timings, found = _unpack(row["payload"]) if row["state"] == WRITTEN else (None, None)
         yield Outcome(int(row["index"]), str(row["state"]), str(row["reason"]),
-                      int(row["written"]), timings)  # fmt: skip
+                      int(row["written"]), timings, found)  # fmt: skip
 
 
 def _err(message: str) -> None:
@@ -434,6 +438,7 @@ def cmd_remove_ray(
         getattr(args, "max_megapixels", None), *(_model_input(config) if todo else (0, None)),
     )  # fmt: skip
     stopped: str | None = None
+    guarded: list[GuardCheck | None] = []
     started_here = connect(args.ray) if todo else False
     ray = sys.modules.get("ray")
     try:
@@ -441,6 +446,7 @@ def cmd_remove_ray(
             job = jobs[outcome.index]
             if outcome.state == WRITTEN:
                 done += 1
+                guarded.append(outcome.guard)
                 log.info("%s -> %s", job.source, job.output)
             elif outcome.state == FATAL:
                 raise ModelError(outcome.reason)
@@ -465,5 +471,6 @@ def cmd_remove_ray(
     summary = f"bgremover: {', '.join(parts)} in {time.monotonic() - start:.1f} s -> {where}"
     if stopped:
         summary += f"\nbgremover: stopped early: {stopped}"
-    _err(summary)
+    note = guard_summary(guarded, CLI_HINT)
+    _err(summary + (f"\nbgremover: {note}" if note else ""))
     return 1 if failed else 0

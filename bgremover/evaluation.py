@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .comparison import compare, is_precision_pair, parse_side
+from .comparison import MATERIAL_IOU, compare, is_precision_pair, parse_side
 from .errors import BgRemoverError, UsageError
 from .imaging import from_array, read_image
 from .output import write_image
@@ -135,6 +135,8 @@ def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
         print(f"{job.source.name}: IoU {m['iou']:.4f}, mean |Δα| {m['mean_abs']:.4f}, "
               f"edge band |Δα| {m['band_abs']:.4f} -> {job.output} "
               f"(and {json_path.name})", flush=True)  # fmt: skip
+        if m["material"] or (m["guard_b"] or {}).get("in_doubt"):
+            print(f"  {m['verdict']}", flush=True)
     if rows:
         speed = statistics.median(r["infer_a_s"] / r["infer_b_s"] for r in rows)
         pace = (
@@ -142,6 +144,10 @@ def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
             if speed >= 1
             else f"B ({label_b}) takes {1 / speed:.1f}× the time of A ({label_a})"
         )
+        material = sum(r["material"] for r in rows)
+        if material:
+            print(f"{label_b} changes {material} of {len(rows)} photos materially "
+                  f"(IoU below {MATERIAL_IOU}).", flush=True)  # fmt: skip
         print(
             f"{len(rows)} compared: mean IoU {np.mean([r['iou'] for r in rows]):.4f} "
             f"(min {min(r['iou'] for r in rows):.4f}), mean |Δα| "

@@ -7,6 +7,7 @@ same chain.
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import time
@@ -22,6 +23,7 @@ from .compose import ComposeOptions, compose, compose_array
 from .edit import Edits, Segmenter, apply_edits
 from .errors import InferenceError, ModelError, UsageError
 from .families import Family, Signature, guess_family
+from .guard import GuardCheck, check
 from .imaging import LoadedImage, from_array, from_pil, read_image
 from .models import DEFAULT_MODEL, PRECISIONS, ModelSpec, ModelStore, file_identity, resolve_spec
 from .refine import refine_alpha
@@ -104,6 +106,8 @@ class Result:
     raw: np.ndarray | None = field(default=None, repr=False)
     #: How the model's input and output are laid out (for the mask made again from raw).
     family: Family | None = field(default=None, repr=False)
+    #: For int8: what the int8 guard found (``precision`` is "fp32" when it ran fp32).
+    guard: GuardCheck | None = None
 
     def compose_array(self, options: ComposeOptions | None = None) -> np.ndarray:
         """The output pixels: cutout (RGBA) by default, or mask / background per ``options``."""
@@ -170,6 +174,9 @@ class EngineConfig:
     #: model's input in pixels, for more detail on large photos (slower); None: the
     #: family's default.
     resolution: int | None = None
+    #: For int8: run a photo in fp32 as well, and use that result, when int8 is in doubt
+    #: on it (see guard.py).
+    int8_guard: bool = True
 
 
 class Remover:
@@ -199,6 +206,7 @@ class Remover:
         family: str | None = None,
         classes: tuple[str, ...] = (),
         resolution: int | None = None,
+        int8_guard: bool = True,
     ) -> None:
         if precision not in PRECISIONS:
             raise UsageError(f"Unknown precision {precision!r}; use fp32 or int8.")
@@ -214,10 +222,13 @@ class Remover:
             self.int8_recipe  # noqa: B018 (refuses a model without int8 before any work)
         #: Refine the mask's edges with the photo's colours (hair, fur); see refine.py.
         self.refine = refine
+        #: For int8: photos on which int8 is in doubt are made in fp32 (see guard.py).
+        self.int8_guard = int8_guard
         self.providers = resolve_providers(providers)
         self.threads = threads
         self.store = store or ModelStore()
-        self.pool = pool if pool is not None else SessionPool(capacity=1)
+        # A guarded int8 Remover of its own keeps the fp32 session it may need beside it.
+        self.pool = pool if pool is not None else SessionPool(capacity=1 + (precision == "int8"))
         self._progress = progress
         self._key: tuple[Any, ...] | None = None
 
@@ -244,6 +255,7 @@ class Remover:
             family=config.family,
             classes=config.classes,
             resolution=config.resolution,
+            int8_guard=config.int8_guard,
         )
 
     def session_key(self) -> tuple[Any, ...]:
@@ -386,6 +398,33 @@ class Remover:
                 "(1, 3, S, S) image input.",
             ) from exc
 
+    def infer_checked(self, batch: np.ndarray) -> tuple[np.ndarray, GuardCheck | None]:
+        """:meth:`infer`, and for int8 the guard's check of its output (None for fp32).
+
+        With the guard on, a photo on which int8 is in doubt is run in fp32 as well, and
+        fp32's output is the one returned (see guard.py); the fp32 session shares this
+        Remover's pool."""
+        raw = self.infer(batch)
+        if self.precision != "int8":
+            return raw, None
+        found = check(score_map(raw, self.family), self.int8_guard)
+        if found.ran_fp32:
+            raw = self._fp32_twin().infer(batch)
+        return raw, found
+
+    def _fp32_twin(self) -> Remover:
+        """This Remover in fp32: the same model, providers, threads, store and pool."""
+        twin = self.without_guard()
+        twin.precision, twin._key = "fp32", None
+        return twin
+
+    def without_guard(self) -> Remover:
+        """This Remover with the int8 guard off (what a comparison of precisions runs:
+        int8 as it is); the guard's check is still made and reported."""
+        twin = copy.copy(self)
+        twin.int8_guard = False
+        return twin
+
     def remove(
         self,
         image: ImageInput,
@@ -402,9 +441,9 @@ class Remover:
         read = time.perf_counter() - t0
         batch, prep = self.prepare(loaded)
         t1 = time.perf_counter()
-        raw = self.infer(batch)
+        raw, found = self.infer_checked(batch)
         timings = {"read": read, "preprocess": prep, "infer": time.perf_counter() - t1}
-        return self.finish(loaded, raw, timings, edits)
+        return self.finish(loaded, raw, timings, edits, found)
 
     # The stages of :meth:`remove`, for the batch pipeline (batch.py), which runs
     # them on different threads: prepare -> infer -> finish.
@@ -420,7 +459,7 @@ class Remover:
         edge-refined when this Remover refines."""
         batch, _ = self.prepare(from_array(rgb))
         height, width = rgb.shape[:2]
-        score = score_map(self.infer(batch), self.family)
+        score = score_map(self.infer_checked(batch)[0], self.family)
         mask = model_mask(score, width, height, self.family, self.refine)
         return edit_base(rgb, mask, self.refine)
 
@@ -430,9 +469,11 @@ class Remover:
         raw: np.ndarray,
         timings: dict[str, float],
         edits: Edits | None = None,
+        guard: GuardCheck | None = None,
     ) -> Result:
         """Mask at the source size, refined edges, the user's edits, the input's own
-        alpha: the Result."""
+        alpha: the Result. ``guard`` is the int8 guard's check from :meth:`infer_checked`
+        (the result is fp32's when it ran fp32)."""
         info = self.load()
         t0 = time.perf_counter()
         height, width = loaded.rgb.shape[:2]
@@ -449,9 +490,10 @@ class Remover:
             model=self.spec.name,
             providers=info.active,
             fallbacks=info.fallbacks,
-            precision=self.precision,
+            precision="fp32" if guard is not None and guard.ran_fp32 else self.precision,
             raw=score,
             family=self.family,
+            guard=guard,
         )
 
 

@@ -397,6 +397,8 @@ class Output:
     media_type: str
     width: int
     height: int
+    #: What made the mask: "int8", or "fp32" (asked for, or where the int8 guard ran it).
+    precision: str = "fp32"
 
 
 class Engine:
@@ -464,19 +466,20 @@ class Engine:
             loaded = self.read(data)
             batch, prep = self.remover.prepare(loaded)
             with self.infer_lock:
-                raw = self.remover.infer(batch)
+                raw, found = self.remover.infer_checked(batch)
             del batch
-            result = self.remover.finish(loaded, raw, {"preprocess": prep})
+            result = self.remover.finish(loaded, raw, {"preprocess": prep}, guard=found)
             from .compose import compose_array
             from .output import FORMATS
 
             pixels = compose_array(result.image.rgb, result.alpha, options)
             metadata = result.image.metadata
+            precision = result.precision
             del result, loaded, raw
             out = io.BytesIO()
             FORMATS[fmt].encode(out, pixels, FORMATS[fmt], None, options, metadata)
             height_out, width_out = pixels.shape[:2]
-        return Output(out.getvalue(), CONTENT_TYPES[fmt], width_out, height_out)
+        return Output(out.getvalue(), CONTENT_TYPES[fmt], width_out, height_out, precision)
 
     def dimensions(self, data: bytes) -> tuple[int, int]:
         """The image's size from its header, refusing images over the megapixel limit."""
@@ -773,6 +776,7 @@ def create_app(state: State):
                         "X-Width": str(output.width),
                         "X-Height": str(output.height),
                         "X-Type": "other",
+                        "X-Precision": output.precision,
                     },
                 )
             except ApiError as exc:
@@ -860,7 +864,10 @@ def cmd_serve(args: Any) -> int:
     if args.max_body_mb <= 0 or args.timeout <= 0 or args.queue < 0:
         raise UsageError("--max-body-mb and --timeout are above 0, --queue is 0 or more.")
     workers = args.workers or default_finishers() + 1
-    config = EngineConfig(args.model, args.precision, args.providers, args.threads, args.refine)
+    config = EngineConfig(
+        args.model, args.precision, args.providers, args.threads, args.refine,
+        int8_guard=args.int8_guard,
+    )  # fmt: skip
     remover = Remover.from_config(config)
     info = remover.load()  # a model that cannot load fails here, before listening
     max_mp = args.max_megapixels if args.max_megapixels is not None else default_max_megapixels()

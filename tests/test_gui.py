@@ -62,8 +62,12 @@ def test_comparison_view_shows_masks_heatmap_and_numbers(qtbot, window, u2netp_i
     numbers = {k: label.text() for k, label in view.numbers.items()}
     assert all(text != "–" for text in numbers.values()), numbers
     iou = float(numbers["iou"])
-    assert 0.0 < iou <= 1.0
+    assert 0.0 < iou < 0.98  # the cat's blanket: int8 (unguarded here) flips a region
     assert "CPU" in numbers["prov"]
+    # ...and the view says so in words, as a warning, with what the int8 guard makes of it.
+    verdict = view.verdict.text()
+    assert verdict.startswith("⚠ u2netp int8 changes this photo materially")
+    assert "The int8 guard catches it" in verdict and "bold" in view.verdict.styleSheet()
     # Zoom and pan are locked across the three panes.
     view.a_view.set_zoom(3.0)
     assert view.b_view.zoom == pytest.approx(3.0) and view.diff_view.zoom == pytest.approx(3.0)

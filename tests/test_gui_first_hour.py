@@ -142,8 +142,29 @@ def test_a_precision_change_runs_the_shown_image_again(
     assert "int8" in window.provider_label.text()
     assert other.processed is None or other.processed.result.precision == "fp32"
     settle(qtbot, window, lambda: window.select(other))  # shown: brought up to the settings
-    assert other.processed.result.precision == "int8"
+    assert other.processed.config.precision == "int8"
+    # int8 is unsure of the cat's blanket: the guard made it in fp32, and the app says so.
+    assert other.processed.result.guard.ran_fp32
+    assert "int8 was unsure of this photo" in window.detail.text()
+    assert "u2netp fp32 (int8 was unsure of it)" in window.provider_label.text()
     assert APPLIES_TO in window.panel.applies_label.text()
+
+
+def test_the_int8_guard_is_a_setting_of_int8(qtbot, u2netp_path, u2netp_int8_path) -> None:
+    window = make_window(qtbot)
+    box = window.panel.guard_box
+    assert box.isChecked() and not box.isEnabled()  # on by default; fp32 has no guard
+    process(qtbot, window, DATA / "skimage_chelsea.png")
+    settle(qtbot, window, lambda: select_data(window.panel.precision_box, "int8"))
+    assert box.isEnabled()
+    entry = window.current_entry()
+    assert entry.processed.result.guard.ran_fp32
+    settle(qtbot, window, lambda: box.setChecked(False))  # applied at once: int8 as it is
+    assert window.settings.int8_guard is False
+    result = entry.processed.result
+    assert result.precision == "int8" and not result.guard.ran_fp32
+    assert "int8 is unsure of this photo" in window.detail.text()
+    assert "u2netp int8 on" in window.provider_label.text()
 
 
 # -- what you add is what you see --------------------------------------------------

@@ -174,6 +174,21 @@ def test_removebg_default_is_a_png_cutout_the_engines_pixels(server, remover):
     np.testing.assert_array_equal(got, engine_pixels(remover, SAMPLE, {}, "png"))
 
 
+def test_an_int8_server_says_which_precision_made_each_cutout(
+    server: Server, remover, u2netp_int8_path
+):
+    """The int8 guard runs fp32 for the cat (int8 is unsure of its blanket), not for the
+    cup; X-Precision says which, and the cat's cutout is fp32's to the pixel."""
+    assert removebg(server, CHELSEA).headers["x-precision"] == "fp32"  # an fp32 server
+    with running("-p", "int8") as fast:
+        cat, cup = removebg(fast, CHELSEA), removebg(fast, DATA / "skimage_coffee.png")
+        assert cat.status_code == 200 and cup.status_code == 200
+        assert cat.headers["x-precision"] == "fp32" and cup.headers["x-precision"] == "int8"
+        np.testing.assert_array_equal(decoded(cat), engine_pixels(remover, CHELSEA, {}, "png"))
+    with running("-p", "int8", "--no-int8-guard") as plain:
+        assert removebg(plain, CHELSEA).headers["x-precision"] == "int8"
+
+
 @pytest.mark.parametrize(
     ("photo", "fields", "values", "fmt", "mask", "media"),
     [

@@ -424,6 +424,12 @@ class ComparisonView(QWidget):
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.numbers[key] = value
             form.addRow(text + ":", value)
+        #: What B does to the photo, in words (a warning when it changes it materially).
+        self.verdict = QLabel("")
+        self.verdict.setWordWrap(True)
+        self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # Room for two lines, result or not, so that the panes do not move when it comes.
+        self.verdict.setMinimumHeight(2 * self.verdict.fontMetrics().lineSpacing())
         self.numbers_box = QWidget()
         self.numbers_box.setLayout(form)
         # One line per number, placeholder or not: its height never changes.
@@ -433,6 +439,7 @@ class ComparisonView(QWidget):
         layout.addLayout(sides)
         layout.addLayout(tools)
         layout.addWidget(self.pane_area, 1)
+        layout.addWidget(self.verdict)
         layout.addWidget(self.numbers_box)
         self.clear()
 
@@ -476,6 +483,7 @@ class ComparisonView(QWidget):
             view.set_image(None)
         for label in self.numbers.values():
             label.setText("–")
+        self.verdict.setText("")
         self.pane_area.set_image_size(size)
         if not self.placeholder.text():
             self.placeholder.setText(
@@ -499,6 +507,9 @@ class ComparisonView(QWidget):
         )
         self.numbers["max"].setText(f"{m['max_abs']:.3f}")
         self.numbers["iou"].setText(f"{m['iou']:.4f}")
+        self.verdict.setText(("⚠ " if m["material"] else "") + m["verdict"])
+        # A material change is a warning, drawn as one; otherwise a quiet note.
+        self.verdict.setStyleSheet("color: #b00020; font-weight: bold;" if m["material"] else "")
         ta, tb = m["infer_a_s"], m["infer_b_s"]
         self.numbers["t32"].setText(f"{1000 * ta:.0f} ms  ({c.label_a})")
         ratio = c.speed_ratio

@@ -97,7 +97,10 @@ def settings_summary(settings: Settings) -> str:
     """What a batch started now makes, in one line: model, precision, format, look."""
     model = settings.model if settings.model in REGISTRY else Path(settings.model).name
     fmt = FORMATS.get(settings.output_format)
-    parts = [model, settings.precision, f"{fmt.label if fmt else settings.output_format} files"]
+    precision = settings.precision
+    if precision == "int8" and settings.int8_guard:
+        precision += " (fp32 where int8 is unsure)"
+    parts = [model, precision, f"{fmt.label if fmt else settings.output_format} files"]
     if settings.preset:
         parts.append(f"preset {settings.preset}")
     if settings.mask_only:
@@ -381,6 +384,8 @@ class BatchDialog(QDialog):
             )
             if p.reason:
                 text += f" Stopped early: {p.reason}"
+            if p.note:
+                text += f" {p.note}"
         elif cause.state is JobState.CANCELLED:
             text = (
                 f"Cancelled: {p.done} written, {p.skipped} already done, {p.failed} failed. "

@@ -133,6 +133,8 @@ class QueueEntry:
         if self.edits:
             count = len(self.edits.operations)
             text += f", {EDITED_MARK} ({count} edit{'s' if count != 1 else ''})"
+        if r.guard is not None and r.guard.in_doubt:
+            text += f"\n{r.guard.words()}"
         return text
 
     @property

@@ -39,6 +39,7 @@ class Settings:
     # The engine's fields, with the engine's defaults (see engine()).
     model: str = EngineConfig.model
     precision: str = EngineConfig.precision
+    int8_guard: bool = EngineConfig.int8_guard
     providers: str = EngineConfig.providers
     threads: int = EngineConfig.threads
     #: For a model file: the family the user said it belongs to ("" read from the file).

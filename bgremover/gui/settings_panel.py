@@ -78,6 +78,14 @@ class SettingsPanel(QWidget):
         for precision in PRECISIONS:
             self.precision_box.addItem(PRECISION_LABELS.get(precision, precision), precision)
         select_data(self.precision_box, settings.precision)
+        self.guard_box = QCheckBox("fp32 where int8 is unsure")
+        self.guard_box.setToolTip(
+            "With int8: a photo int8 is unsure of (a broad part of it near the mask's "
+            "threshold, where int8 can flip whole regions) is made in fp32 as well, and "
+            "that result is used. The image's details say when it happened."
+        )
+        self.guard_box.setChecked(settings.int8_guard)
+        self.guard_box.setEnabled(settings.precision == "int8")
         self.provider_box = QComboBox()
         self.provider_box.addItem("Auto", "auto")
         for name in available_providers():
@@ -118,6 +126,7 @@ class SettingsPanel(QWidget):
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Model:", self.model_box)
         form.addRow("Precision:", self.precision_box)
+        form.addRow("", self.guard_box)
         form.addRow("Provider:", self.provider_box)
         form.addRow("Threads:", self.threads_box)
         form.addRow("", self.refine_box)
@@ -132,9 +141,8 @@ class SettingsPanel(QWidget):
         self.setMaximumWidth(380)
 
         self.model_box.currentIndexChanged.connect(self._model_chosen)
-        self.precision_box.currentIndexChanged.connect(
-            lambda: self._emit(precision=self.precision_box.currentData())
-        )
+        self.precision_box.currentIndexChanged.connect(self._precision_chosen)
+        self.guard_box.toggled.connect(lambda v: self._emit(int8_guard=v))
         self.provider_box.currentIndexChanged.connect(
             lambda: self._emit(providers=self.provider_box.currentData())
         )
@@ -148,6 +156,11 @@ class SettingsPanel(QWidget):
 
     def _emit(self, **changes: object) -> None:
         self.changed.emit(changes)
+
+    def _precision_chosen(self) -> None:
+        precision = self.precision_box.currentData()
+        self.guard_box.setEnabled(precision == "int8")  # the guard is int8's
+        self._emit(precision=precision)
 
     def _model_chosen(self) -> None:
         """A model not downloaded yet is asked about first (size, licence); Cancel keeps
@@ -192,6 +205,7 @@ class SettingsPanel(QWidget):
             (self.decontaminate_box, settings.decontaminate),
             (self.mask_only_box, settings.mask_only),
             (self.refine_box, settings.refine),
+            (self.guard_box, settings.int8_guard),
         ):
             box.blockSignals(True)
             box.setChecked(value)

@@ -884,7 +884,10 @@ class MainWindow(QMainWindow):
                 note = "\nApplying the new settings…" if stale else ""
             self.detail.setText(entry.summary + note)
             active = ", ".join(x.replace("ExecutionProvider", "") for x in r.providers)
-            self.provider_label.setText(f"This image: {r.model} {r.precision} on {active}")
+            made = f"{r.model} {r.precision}"
+            if r.guard is not None and r.guard.ran_fp32:
+                made += " (int8 was unsure of it)"
+            self.provider_label.setText(f"This image: {made} on {active}")
             self.panel.show_fallbacks(r.fallbacks)
         else:
             self.provider_label.setText("")

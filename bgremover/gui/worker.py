@@ -23,6 +23,7 @@ from ..comparison import Comparison, compare
 from ..compose import ComposeOptions, Length
 from ..edit import Box, Editor, Edits, Operation
 from ..errors import EditsError
+from ..guard import summary as guard_summary
 from ..imaging import LoadedImage
 from ..models import DownloadCancelled, ModelStore
 from ..output import FORMATS, SourceRecord, encoded_preview, write_output
@@ -297,6 +298,8 @@ class BatchProgress:
     failed: int = 0
     elapsed: float = 0.0
     problems: tuple[tuple[Path, str], ...] = field(default=())
+    #: At the end: the int8 guard's line (how many images were made in fp32), or "".
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -394,12 +397,15 @@ class Worker:
         stream = run_batch(plan.jobs, remover, request.options, request.fmt, request.overwrite)
         counts = {"done": 0, "skipped": 0, "failed": 0}
         kinds = {ItemDone: "done", ItemSkipped: "skipped", ItemFailed: "failed"}
+        checks = []
         start = time.monotonic()
         try:
             for event in stream:
                 if isinstance(event, ItemDone | ItemSkipped | ItemFailed):
                     kind = kinds[type(event)]
                     counts[kind] += 1
+                    if isinstance(event, ItemDone):
+                        checks.append(event.guard)
                     yield BatchProgress(
                         kind,
                         event.index,
@@ -422,6 +428,7 @@ class Worker:
                         skipped=counts["skipped"],
                         failed=counts["failed"] + len(plan.problems),
                         elapsed=event.seconds,
+                        note=guard_summary(checks),
                     )
         finally:
             stream.close()  # cancelled between events: stop the pipeline's threads
