@@ -22,6 +22,10 @@ and large areas that should be exactly 0 or 1 sit at 0.97 or 0.02.
    trusted in proportion to how separable the colours are,
    c = |F-B|^2 / (|F-B|^2 + sigma), and blended with the network's value:
    alpha = c * alpha_c + (1 - c) * mask.
+5. Only where the network's own uncertainty is an outline's: c is also scaled by
+   the trust of :func:`_ramp_trust`, 1 where the network's ramp is narrower than
+   the band refinement re-estimates and 0 where it is twice as wide (a broad
+   uncertainty, where colour resemblance would make blotches and bites).
 
 Large images: the pyramid work (F, B) is done at ``work_max`` long side; the
 final per-pixel projection is done at full resolution but only on the unknown
@@ -123,6 +127,38 @@ def _outline_band(mask: np.ndarray, band: float) -> np.ndarray:
     return np.where(inside.astype(bool), d_in <= radius, d_out <= radius)
 
 
+#: Long side of the copy of the mask on which its ramp is measured: about the network's
+#: own output grid (u2netp's is 320), finer than which the mask has no detail.
+RAMP_GRID = 320
+
+
+def _ramp_trust(mask: np.ndarray, band: float) -> np.ndarray:
+    """How far the colour model may be trusted, per pixel of a small copy of the mask
+    (float32, 0..1, ``RAMP_GRID`` long side): by the width of the network's own ramp there.
+
+    The ramp's width at a pixel is its distance to the mask's sure foreground (>= 0.8)
+    plus its distance to its sure background (<= 0.2). An outline, hair included, is a
+    ramp narrower than the band refinement re-estimates (``2 * band`` of the long side
+    across); a ramp wider than that is not an outline's but a broad uncertainty (a
+    blanket half taken for the cat, a painting's sky), where a colour resemblance would
+    turn the network's haze into hard blotches and bites. So the trust is 1 up to the
+    band's width and fades to 0 at twice it.
+    """
+    height, width = mask.shape
+    s = min(1.0, RAMP_GRID / max(height, width))
+    size = (max(1, round(width * s)), max(1, round(height * s)))
+    small = mask if s == 1.0 else cv2.resize(mask, size, interpolation=cv2.INTER_AREA)
+    far = np.float32(4 * max(small.shape))  # no sure pixel of that side at all
+    widths = np.zeros(small.shape, np.float32)
+    for sure in (small >= 204, small <= 51):
+        if sure.any():
+            widths += cv2.distanceTransform((~sure).astype(np.uint8), cv2.DIST_L2, 5)
+        else:
+            widths += far
+    full = 2 * band * max(small.shape)  # the band's width across, in these pixels
+    return np.clip((2 * full - widths) / max(full, 1e-6), 0.0, 1.0).astype(np.float32)
+
+
 def refine_alpha(
     rgb: np.ndarray,
     mask: np.ndarray,
@@ -170,10 +206,11 @@ def refine_alpha(
     ring = _outline_band(mask, band) if band > 0 else None
     if ring is not None:
         ring_cols = (np.arange(width) * ring.shape[1]) // width
-    fg_w = bg_w = None
+    fg_w = bg_w = trust = None
     s = 1.0
     if has_fg and has_bg:
         fg_w, bg_w, s = _colour_model(rgb, mask, hi8, lo8, erode, work_max, levels)
+        trust = _ramp_trust(mask, band) if band > 0 else None
 
     out = np.empty_like(mask)
     strip = max(1, (1 << 18) // width)
@@ -200,7 +237,7 @@ def refine_alpha(
         ys, xs = np.nonzero(unk)
         if ys.size:
             ys += y0
-            out[ys, xs] = _colour_line(rgb, mask, fg_w, bg_w, ys, xs, s, sigma)
+            out[ys, xs] = _colour_line(rgb, mask, fg_w, bg_w, ys, xs, s, sigma, trust)
     return out
 
 
@@ -242,8 +279,10 @@ def _colour_line(
     xs: np.ndarray,
     s: float,
     sigma: float,
+    trust: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Refined uint8 alpha at pixels (ys, xs), from the working-resolution F and B."""
+    """Refined uint8 alpha at pixels (ys, xs), from the working-resolution F and B and
+    the :func:`_ramp_trust` map (None: trusted everywhere)."""
     height, width = mask.shape
     if s < 1.0:
         sx = (xs + 0.5) * (fg_w.shape[1] / width) - 0.5
@@ -259,6 +298,10 @@ def _colour_line(
     dd = np.einsum("ij,ij->i", d, d)
     ac = np.clip(np.einsum("ij,ij->i", pix - bg, d) / (dd + 1e-6), 0.0, 1.0)
     c = dd / (dd + sigma)
+    if trust is not None:  # bilinearly, so the fade has no steps at the grid's pixels
+        tx = (xs + 0.5) * (trust.shape[1] / width) - 0.5
+        ty = (ys + 0.5) * (trust.shape[0] / height) - 0.5
+        c *= _sample(trust[..., None], tx, ty)[:, 0]
     a = c * ac + (1.0 - c) * m
     return np.clip(a * 255.0 + 0.5, 0, 255).astype(np.uint8)
 
