@@ -29,8 +29,9 @@ __all__ = ["CLI_HINT", "NEAR", "THRESHOLD", "GuardCheck", "check", "doubt", "sum
 
 #: How close to 0.5 an output pixel is to count as undecided.
 NEAR = 0.05
-#: The doubt at and above which int8 is in doubt on a photo (see the module's docstring).
-THRESHOLD = 0.0227
+#: The doubt at and above which int8 is in doubt on a photo (see the module's docstring):
+#: the calibration views' lowest such doubt, 0.0226834, rounded down.
+THRESHOLD = 0.02268
 #: What the command line adds to :func:`summary`: how to keep int8 for every image.
 CLI_HINT = " (--no-int8-guard keeps int8 for every image)"
 

@@ -7,7 +7,7 @@
    calibration photo, as the quantizer sees them), its int8 mask's IoU against fp32's
    and its doubt (bgremover/guard.py). The threshold the guard should use is the lowest
    doubt among the views below IoU 0.98, so that every such view is caught; printed
-   next to ``guard.THRESHOLD``, which must be that value.
+   next to ``guard.THRESHOLD``, which must be that value rounded down.
 2. **Each FOLDER** (photos; for the alphamatting layout give its input/ folder): per
    photo the int8 mask's IoU against fp32's without the guard, its doubt, whether the
    guard runs fp32, and the IoU with the guard (the Remover as the app and the command
@@ -128,7 +128,8 @@ def main() -> int:
     guarded = Remover(args.model, precision="int8", refine=False)
     if args.calibration:
         found = calibration_threshold(fp32, int8)
-        print(f"threshold from calibration {found:.4f}; guard.THRESHOLD {THRESHOLD}")
+        catches = "catches every such view" if found >= THRESHOLD else "MISSES the lowest"
+        print(f"threshold from calibration {found:.7f}; guard.THRESHOLD {THRESHOLD} {catches}")
     for folder in args.folders:
         score_folder(folder, fp32, int8, guarded)
     if args.folders and args.speed_runs > 0:
