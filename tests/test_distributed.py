@@ -154,3 +154,18 @@ def test_a_killed_actor_is_replaced_and_every_output_is_complete(
     for name in tree:  # each decodes whole
         with Image.open(out / name) as img:
             assert np.asarray(img).shape[2] == 4
+
+
+def test_the_int8_guard_runs_on_ray_as_in_the_plain_batch(
+    tmp_path: Path, u2netp_int8_path: Path
+) -> None:
+    """int8 is unsure of the cat and the rocket: both batches make them in fp32, write the
+    same files and say so in the same words."""
+    photos = _photos(tmp_path / "photos", bad=False)
+    common = ["--model", "u2netp", "--quiet", "--precision", "int8"]
+    plain = _run(["remove", str(photos), "-o", str(tmp_path / "plain"), *common])
+    ray = _run(["remove", str(photos), "-o", str(tmp_path / "ray"), *common, "--ray"])
+    assert plain.code == 0 and ray.code == 0, (plain.stderr, ray.stderr)
+    line = "bgremover: 2 of 4 images were made in fp32: int8 was unsure of them"
+    assert line in plain.stderr and line in ray.stderr
+    assert _tree(tmp_path / "ray") == _tree(tmp_path / "plain")
