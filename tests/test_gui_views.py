@@ -241,6 +241,10 @@ def test_batch_dialog_shows_its_settings_lists_failures_and_opens_the_output(
     masks = replace(window.settings, mask_only=True, output_format="webp", precision="int8")
     dialog.show_settings(masks)
     assert all(word in dialog.settings_label.text() for word in ("int8", "WebP", "masks only"))
+    assert "int8 (fp32 where int8 is unsure)" in dialog.settings_label.text()  # the guard
+    dialog.show_settings(replace(masks, int8_guard=False))
+    plain = dialog.settings_label.text()
+    assert "· int8 ·" in plain and "unsure" not in plain
     dialog.show_settings(window.settings)
     assert not dialog.open_button.isVisible()
 
