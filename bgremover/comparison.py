@@ -117,11 +117,10 @@ MATERIAL_IOU = 0.98
 def verdict(iou: float, label_a: str, label_b: str, int8_b: GuardCheck | None) -> str:
     """What B does to the photo, in words, and for B in int8 what the int8 guard makes
     of it."""
-    share = f"{100 * (1 - iou):.1f} %"
     if iou < MATERIAL_IOU:
         text = (
             f"{label_b} changes this photo materially: its mask and {label_a}'s disagree "
-            f"on {share} of what either keeps (IoU {iou:.3f})."
+            f"on {100 * (1 - iou):.1f} % of what either keeps (IoU {iou:.3f})."
         )
         if int8_b is not None:
             text += (

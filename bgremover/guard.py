@@ -21,7 +21,7 @@ so every such calibration view is caught (``python tests/benchmarks/int8_guard.p
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -84,8 +84,8 @@ class GuardCheck:
 
 def check(score: np.ndarray, guard: bool) -> GuardCheck:
     """The check of an int8 ``score``; ``guard`` says whether fp32 runs when in doubt."""
-    value = doubt(score)
-    return GuardCheck(value, ran_fp32=guard and value >= THRESHOLD)
+    found = GuardCheck(doubt(score), ran_fp32=False)
+    return replace(found, ran_fp32=guard and found.in_doubt)
 
 
 def summary(checks: Iterable[GuardCheck | None], hint: str = "") -> str:

@@ -28,7 +28,7 @@ from .imaging import LoadedImage, from_array, from_pil, read_image
 from .models import DEFAULT_MODEL, PRECISIONS, ModelSpec, ModelStore, file_identity, resolve_spec
 from .refine import refine_alpha
 from .session import SessionInfo, SessionPool, create_session, resolve_providers
-from .transforms import mask_from_score, normalise_output, postprocess, preprocess, score_map
+from .transforms import mask_from_score, normalise_output, preprocess, score_map
 
 __all__ = [
     "PRECISIONS",
@@ -37,7 +37,6 @@ __all__ = [
     "Remover",
     "Result",
     "normalise_output",
-    "postprocess",
     "preprocess",
 ]
 

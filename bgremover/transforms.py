@@ -18,7 +18,6 @@ __all__ = [
     "input_shape",
     "mask_from_score",
     "normalise_output",
-    "postprocess",
     "preprocess",
     "score_map",
 ]
@@ -121,11 +120,6 @@ def normalise_output(pred: np.ndarray, family: Family | None = None) -> np.ndarr
     if not np.isfinite(lo) or not np.isfinite(hi) or hi - lo <= 0:
         return np.zeros_like(pred)  # a flat prediction carries no subject
     return (pred - lo) / (hi - lo)
-
-
-def postprocess(raw: np.ndarray, width: int, height: int, family: Family) -> np.ndarray:
-    """Raw model output (1, C, h, w) -> uint8 mask (height, width) at the source size."""
-    return mask_from_score(score_map(raw, family), width, height, family)
 
 
 def mask_from_score(

@@ -20,7 +20,7 @@ from bgremover.families import FAMILIES, Family, Signature, guess_family
 from bgremover.imaging import from_array
 from bgremover.models import REGISTRY, local_spec, resolve_spec
 from bgremover.pipeline import read_signature
-from bgremover.transforms import content_box, input_shape, postprocess, preprocess, score_map
+from bgremover.transforms import content_box, input_shape, mask_from_score, preprocess, score_map
 
 TEST_PHOTOS = Path(__file__).resolve().parent / "data"
 
@@ -221,8 +221,9 @@ def test_postprocess_clip_normalisation_keeps_a_confident_map() -> None:
     """min-max would stretch a map of 0.4..0.6 to 0..1; clip keeps it as it is."""
     raw = np.linspace(0.4, 0.6, 16, dtype=np.float32).reshape(1, 1, 4, 4)
     clip = replace(FAMILIES["bria"], normalisation="clip")
-    assert postprocess(raw, 4, 4, clip).max() <= 154
-    assert postprocess(raw, 4, 4, FAMILIES["bria"]).max() == 255
+    assert mask_from_score(score_map(raw, clip), 4, 4, clip).max() <= 154
+    bria = FAMILIES["bria"]
+    assert mask_from_score(score_map(raw, bria), 4, 4, bria).max() == 255
 
 
 def test_signature_guesses_and_ambiguity() -> None:

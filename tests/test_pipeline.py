@@ -10,7 +10,8 @@ from PIL import Image
 
 from bgremover import ComposeOptions, Remover
 from bgremover.models import REGISTRY
-from bgremover.pipeline import combine_alpha, normalise_output, postprocess, preprocess
+from bgremover.pipeline import combine_alpha, model_mask, normalise_output, preprocess
+from bgremover.transforms import score_map
 
 SPEC = REGISTRY["u2netp"].family
 assert SPEC is not None
@@ -38,10 +39,10 @@ def test_normalise_and_postprocess() -> None:
     raw = np.linspace(-3, 5, 16, dtype=np.float32).reshape(1, 1, 4, 4)
     unit = normalise_output(raw)
     assert unit.min() == 0.0 and unit.max() == 1.0
-    mask = postprocess(raw, width=7, height=5, family=SPEC)
+    mask = model_mask(score_map(raw, SPEC), width=7, height=5, family=SPEC, refine=False)
     assert mask.shape == (5, 7) and mask.dtype == np.uint8
     assert mask[0, 0] < 30 and mask[-1, -1] > 225
-    flat = postprocess(np.ones((1, 1, 4, 4), np.float32), 3, 3, SPEC)
+    flat = model_mask(score_map(np.ones((1, 1, 4, 4), np.float32), SPEC), 3, 3, SPEC, False)
     assert (flat == 0).all()  # no NaNs from a flat prediction
 
 
