@@ -26,6 +26,9 @@ and large areas that should be exactly 0 or 1 sit at 0.97 or 0.02.
    the trust of :func:`_ramp_trust`, 1 where the network's ramp is narrower than
    the band refinement re-estimates and 0 where it is twice as wide (a broad
    uncertainty, where colour resemblance would make blotches and bites).
+6. Only near the outline: c is also scaled by the ring of :func:`_outline_band`,
+   1 near the mask's 0.5 contour and fading to 0 around ``band`` from it, so that
+   where the colour model and the network disagree the ring's end draws no line.
 
 Large images: the pyramid work (F, B) is done at ``work_max`` long side; the
 final per-pixel projection is done at full resolution but only on the unknown
@@ -38,6 +41,8 @@ cutout placed on a new background has no halo of the old one.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import cv2
 import numpy as np
@@ -101,11 +106,21 @@ def _sample(img: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return out.reshape(-1, img.shape[2])[:n]
 
 
-def _outline_band(mask: np.ndarray, band: float) -> np.ndarray:
-    """Where the mask's 0.5 contour is within ``band`` x long side, at <= 1024 px (bool).
+#: Where the ring of re-estimated pixels ends, as fractions of ``band``: the colour
+#: model's weight is 1 up to the first and fades to 0 at the second. A hard edge would
+#: show where the network's value and the colour model's disagree (a stepped line across
+#: a dark shoulder or a wall, the steps of the small copy the ring is measured on); the
+#: fade is centred on ``band``, so the ring holds as many pixels as a hard one would.
+RING_FADE = (0.75, 1.25)
 
-    The ring is worked out on a small copy of the mask; :func:`refine_alpha`
-    samples it back to full size one strip of rows at a time (nearest pixel).
+
+def _outline_band(mask: np.ndarray, band: float) -> np.ndarray:
+    """How much the colour model may re-estimate each pixel by its distance to the mask's
+    0.5 contour: 1 within ``RING_FADE[0] * band`` x long side, fading to 0 at
+    ``RING_FADE[1] * band`` (float32, on a copy of at most 1024 px long side).
+
+    :func:`refine_alpha` samples it back to full size bilinearly, so the fade has no
+    steps at the small copy's pixels.
     """
     height, width = mask.shape
     s = min(1.0, 1024 / max(height, width))
@@ -119,12 +134,14 @@ def _outline_band(mask: np.ndarray, band: float) -> np.ndarray:
         )
     )
     inside = (small >= 128).astype(np.uint8)
-    radius = max(1, round(band * max(small.shape)))
-    # Distance to the other side of the contour, from both sides: the same ring as a
-    # dilation minus an erosion by a disk, at half the cost of the two morphology passes.
+    radius = band * max(small.shape)
+    # Distance to the other side of the contour, from both sides.
     d_in = cv2.distanceTransform(inside, cv2.DIST_L2, cv2.DIST_MASK_5)
     d_out = cv2.distanceTransform(1 - inside, cv2.DIST_L2, cv2.DIST_MASK_5)
-    return np.where(inside.astype(bool), d_in <= radius, d_out <= radius)
+    start, end = RING_FADE[0] * radius, max(RING_FADE[1] * radius, 1.0)
+    # Capped: with no pixel on one side, the distances there are the float maximum.
+    dist = np.minimum(np.where(inside.astype(bool), d_in, d_out), end)
+    return np.clip((end - dist) / max(end - start, 1e-6), 0.0, 1.0).astype(np.float32)
 
 
 #: Long side of the copy of the mask on which its ramp is measured: about the network's
@@ -183,8 +200,8 @@ def refine_alpha(
         sigma: colour separability (squared RGB distance, 0..3 units) at which
             the colour model gets half the weight; lower trusts colour more.
         band: half-width of the band around the mask's 0.5 outline that is
-            re-estimated, as a fraction of the long side; 0 re-estimates every
-            uncertain pixel.
+            re-estimated, as a fraction of the long side (its edge fades over
+            ``RING_FADE``); 0 re-estimates every uncertain pixel.
         work_max: long side of the working resolution for the colour pyramid.
         levels: pyramid depth for the colour fill (reach ~ 2^levels working px).
 
@@ -205,12 +222,17 @@ def refine_alpha(
 
     ring = _outline_band(mask, band) if band > 0 else None
     if ring is not None:
+        # The pixels the ring reaches: its non-zero part and one small pixel more, so that
+        # at its rim the bilinear samples of its weight decide, not the nearest pixel.
+        reach = cv2.dilate((ring > 0).astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
         ring_cols = (np.arange(width) * ring.shape[1]) // width
-    fg_w = bg_w = trust = None
+    fg_w = bg_w = None
+    weights: list[np.ndarray] = []
     s = 1.0
     if has_fg and has_bg:
         fg_w, bg_w, s = _colour_model(rgb, mask, hi8, lo8, erode, work_max, levels)
-        trust = _ramp_trust(mask, band) if band > 0 else None
+        if ring is not None:
+            weights = [ring, _ramp_trust(mask, band)]
 
     out = np.empty_like(mask)
     strip = max(1, (1 << 18) // width)
@@ -227,7 +249,7 @@ def refine_alpha(
             # value: there the colour model would trade the network's judgement for a
             # colour resemblance.
             ring_rows = (np.arange(y0, y1) * ring.shape[0]) // height
-            near = ring[ring_rows][:, ring_cols]
+            near = reach[ring_rows][:, ring_cols]
             keep = unk & ~near
             o[keep] = m[keep]
             unk &= near
@@ -237,7 +259,7 @@ def refine_alpha(
         ys, xs = np.nonzero(unk)
         if ys.size:
             ys += y0
-            out[ys, xs] = _colour_line(rgb, mask, fg_w, bg_w, ys, xs, s, sigma, trust)
+            out[ys, xs] = _colour_line(rgb, mask, fg_w, bg_w, ys, xs, s, sigma, weights)
     return out
 
 
@@ -279,10 +301,11 @@ def _colour_line(
     xs: np.ndarray,
     s: float,
     sigma: float,
-    trust: np.ndarray | None = None,
+    weights: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
-    """Refined uint8 alpha at pixels (ys, xs), from the working-resolution F and B and
-    the :func:`_ramp_trust` map (None: trusted everywhere)."""
+    """Refined uint8 alpha at pixels (ys, xs), from the working-resolution F and B; the
+    colour model's weight is also scaled by each of ``weights``, maps of the photo at any
+    smaller size (the ring of :func:`_outline_band`, the trust of :func:`_ramp_trust`)."""
     height, width = mask.shape
     if s < 1.0:
         sx = (xs + 0.5) * (fg_w.shape[1] / width) - 0.5
@@ -298,10 +321,10 @@ def _colour_line(
     dd = np.einsum("ij,ij->i", d, d)
     ac = np.clip(np.einsum("ij,ij->i", pix - bg, d) / (dd + 1e-6), 0.0, 1.0)
     c = dd / (dd + sigma)
-    if trust is not None:  # bilinearly, so the fade has no steps at the grid's pixels
-        tx = (xs + 0.5) * (trust.shape[1] / width) - 0.5
-        ty = (ys + 0.5) * (trust.shape[0] / height) - 0.5
-        c *= _sample(trust[..., None], tx, ty)[:, 0]
+    for weight in weights:  # bilinearly, so a fade has no steps at the map's pixels
+        tx = (xs + 0.5) * (weight.shape[1] / width) - 0.5
+        ty = (ys + 0.5) * (weight.shape[0] / height) - 0.5
+        c *= _sample(weight[..., None], tx, ty)[:, 0]
     a = c * ac + (1.0 - c) * m
     return np.clip(a * 255.0 + 0.5, 0, 255).astype(np.uint8)
 

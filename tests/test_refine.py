@@ -57,6 +57,27 @@ def test_refine_leaves_uncertain_pixels_far_from_the_outline() -> None:
     assert (refined[5:15, 5:15] == 40).all()
 
 
+def test_the_ring_of_re_estimated_pixels_has_no_edge_of_its_own() -> None:
+    """Where the colour model and the network disagree across the ring's edge (here a
+    faint rim the network keeps at 0.4 around a disc, on the background's own colour),
+    the colour model's weight fades out instead of stopping: no line where the ring
+    ends (at stepped lines across a shoulder or a wall, #14)."""
+    size, radius, rim = 400, 100, 12  # the band: 0.02 x 400 = 8 px each side
+    yy, xx = np.mgrid[0:size, 0:size]
+    dist = np.hypot(yy - size / 2, xx - size / 2)
+    rgb = np.zeros((size, size, 3), np.uint8)
+    rgb[dist <= radius] = (220, 0, 0)
+    rgb[dist > radius] = (0, 0, 200)
+    mask = np.zeros((size, size), np.uint8)
+    mask[dist <= radius + rim] = 102  # a narrow ramp, so the ramp's trust is 1
+    mask[dist <= radius] = 255
+    refined = refine_alpha(rgb, mask).astype(int)
+    row = refined[size // 2, size // 2 + radius + 1 : size // 2 + radius + rim]
+    assert row[0] < 20  # near the outline the colours decide: background
+    assert row[-1] == 102  # beyond the ring the network's value stays
+    assert np.abs(np.diff(row)).max() <= 40  # and between them no step
+
+
 def test_refine_edge_cases() -> None:
     rgb = np.full((10, 10, 3), 128, np.uint8)
     assert (refine_alpha(rgb, np.zeros((10, 10), np.uint8)) == 0).all()
