@@ -26,7 +26,13 @@ and large areas that should be exactly 0 or 1 sit at 0.97 or 0.02.
    the trust of :func:`_ramp_trust`, 1 where the network's ramp is narrower than
    the band refinement re-estimates and 0 where it is twice as wide (a broad
    uncertainty, where colour resemblance would make blotches and bites).
-6. Only near the outline: c is also scaled by the ring of :func:`_outline_band`,
+6. Only where the colour line explains the pixel: c is also scaled by
+   exp(-r^2 / (``residual`` |F-B|^2)), r the distance of the pixel's colour from
+   the F-B segment at alpha_c (the confidence of robust matting, Wang and Cohen
+   2007). The dark grey of a wall's shadow beside red jeans lies far off the
+   line from the jeans' red to the lit wall's grey: it is no mix of the two,
+   and keeps the network's value.
+7. Only near the outline: c is also scaled by the ring of :func:`_outline_band`,
    1 near the mask's 0.5 contour and fading to 0 around ``band`` from it, so that
    where the colour model and the network disagree the ring's end draws no line.
 
@@ -185,6 +191,7 @@ def refine_alpha(
     erode: float = 0.0025,
     sigma: float = 0.01,
     band: float = 0.02,
+    residual: float | None = 0.15,
     work_max: int = 384,
     levels: int = 6,
 ) -> np.ndarray:
@@ -202,6 +209,10 @@ def refine_alpha(
         band: half-width of the band around the mask's 0.5 outline that is
             re-estimated, as a fraction of the long side (its edge fades over
             ``RING_FADE``); 0 re-estimates every uncertain pixel.
+        residual: how far off the F-B colour line a pixel may be, as a share of
+            |F-B|^2, before the colour model loses weight there (None: no such
+            check). Chosen by leave-one-out cross-validation over the matting set
+            and the portraits (``tests/benchmarks/refine_cv.py``).
         work_max: long side of the working resolution for the colour pyramid.
         levels: pyramid depth for the colour fill (reach ~ 2^levels working px).
 
@@ -259,7 +270,7 @@ def refine_alpha(
         ys, xs = np.nonzero(unk)
         if ys.size:
             ys += y0
-            out[ys, xs] = _colour_line(rgb, mask, fg_w, bg_w, ys, xs, s, sigma, weights)
+            out[ys, xs] = _colour_line(rgb, mask, fg_w, bg_w, ys, xs, s, sigma, residual, weights)
     return out
 
 
@@ -301,6 +312,7 @@ def _colour_line(
     xs: np.ndarray,
     s: float,
     sigma: float,
+    residual: float | None = None,
     weights: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
     """Refined uint8 alpha at pixels (ys, xs), from the working-resolution F and B; the
@@ -321,6 +333,9 @@ def _colour_line(
     dd = np.einsum("ij,ij->i", d, d)
     ac = np.clip(np.einsum("ij,ij->i", pix - bg, d) / (dd + 1e-6), 0.0, 1.0)
     c = dd / (dd + sigma)
+    if residual is not None:  # a colour far off the F-B line is no mix of F and B
+        off = pix - bg - ac[:, None] * d
+        c *= np.exp(-np.einsum("ij,ij->i", off, off) / (residual * dd + 1e-6))
     for weight in weights:  # bilinearly, so a fade has no steps at the map's pixels
         tx = (xs + 0.5) * (weight.shape[1] / width) - 0.5
         ty = (ys + 0.5) * (weight.shape[0] / height) - 0.5

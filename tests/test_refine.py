@@ -78,6 +78,32 @@ def test_the_ring_of_re_estimated_pixels_has_no_edge_of_its_own() -> None:
     assert np.abs(np.diff(row)).max() <= 40  # and between them no step
 
 
+def test_refine_leaves_colours_that_are_no_mix_of_the_two_sides() -> None:
+    """A pixel of the outline whose colour lies far off the line from the foreground's
+    colour to the background's (green between red and blue: a shadow, a third object)
+    is no mix of them: it keeps the network's value, while the rest of the outline is
+    re-estimated from its colours."""
+    size = 100
+    truth = np.zeros((size, size), np.uint8)
+    truth[:, : size // 2] = 255
+    rgb = np.where(truth[..., None] > 0, (220, 0, 0), (0, 0, 200)).astype(np.uint8)
+    mask = cv2.GaussianBlur(truth.astype(np.float64), (0, 0), 1.5).round().astype(np.uint8)
+    unsure = (mask > 2) & (mask < 243)
+    green = np.zeros_like(unsure)
+    green[40:60] = True
+    green &= unsure  # only the outline: the two sides keep their own colours
+    rgb[green] = (0, 200, 0)
+    patch, line = green, ~green & unsure
+    assert patch.sum() >= 40 and line.sum() >= 40
+    refined = refine_alpha(rgb, mask).astype(int)
+    assert np.abs(refined[patch] - mask[patch]).max() <= 3
+    error = np.abs(refined[line] - truth[line].astype(int)).mean()
+    assert error < 0.5 * np.abs(mask[line].astype(int) - truth[line].astype(int)).mean()
+    # Without the check the colour line would have re-estimated the green pixels too.
+    unchecked = refine_alpha(rgb, mask, residual=None).astype(int)
+    assert np.abs(unchecked[patch] - mask[patch]).max() >= 30
+
+
 def test_refine_edge_cases() -> None:
     rgb = np.full((10, 10, 3), 128, np.uint8)
     assert (refine_alpha(rgb, np.zeros((10, 10), np.uint8)) == 0).all()
