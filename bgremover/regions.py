@@ -61,7 +61,7 @@ portraits = the 12 P3M portraits):
 
 Measured with these settings (u2netp fp32 start with edge refinement, max 20
 clicks): matting NoC@90 0.50, NoC@95 1.22, 17 of 18 photos at 0.95 within 8 clicks;
-portraits NoC@90 0.50, NoC@95 0.83, all 12 within 3 clicks. Held out
+portraits NoC@90 0.67, NoC@95 1.25, all 12 within 5 clicks. Held out
 (tests/benchmarks/clicks_cv.py, 2-fold cross-validation, each photo scored with the
 values chosen on the other half): matting NoC@90 0.67, NoC@95 1.17 (only GT13 and
 GT18 need clicks, so this rests on two photos); portraits NoC@90 0.83, NoC@95 1.33.
