@@ -77,8 +77,10 @@ def test_blur_crop_shadow_and_an_options_override_of_a_preset(
 
 @pytest.mark.model
 def test_sticker_preset_is_a_cropped_png_with_its_outline(
-    tmp_path: Path, u2netp_path: Path
+    tmp_path: Path, u2netp_remover
 ) -> None:
+    from bgremover.compose import subject_box
+
     out = tmp_path / "sticker.png"
     run_cli("remove", str(SAMPLE), "-o", str(out), "--preset", "sticker", check=True)
     rgba = np.asarray(Image.open(out))
@@ -87,9 +89,16 @@ def test_sticker_preset_is_a_cropped_png_with_its_outline(
     # The outline: opaque white pixels outside the subject, at the border of what shows.
     white = solid & (rgba[..., :3] == 255).all(axis=2)
     assert white.sum() > 100
-    # The subject's box starts at row 15 of the photo: with the 12 px margin it is at row
-    # 12, and the 8 px outline reaches up to row 4; above, nothing (no faint haze).
-    assert (rgba[:4, :, 3] == 0).all() and rgba[4:12, :, 3].max() > 0
+    # Where the photo's rows land: its subject box starts 12 px (the margin) below the
+    # top; the outline is 8 px around the opaque part (alpha >= 128), so it reaches up to
+    # 8 px above the first opaque row, and above that there is nothing (no faint haze).
+    alpha = u2netp_remover.remove(SAMPLE).alpha
+    box = subject_box(alpha)
+    assert box is not None
+    first_opaque = int(np.flatnonzero((alpha >= 128).any(axis=1))[0])
+    reach = first_opaque - box[1] + 12 - 8
+    assert reach > 0
+    assert (rgba[:reach, :, 3] == 0).all() and rgba[reach : reach + 8, :, 3].max() > 0
 
 
 def test_presets_lists_builtins_and_the_users_own(tmp_path: Path) -> None:
