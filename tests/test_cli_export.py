@@ -76,9 +76,7 @@ def test_blur_crop_shadow_and_an_options_override_of_a_preset(
 
 
 @pytest.mark.model
-def test_sticker_preset_is_a_cropped_png_with_its_outline(
-    tmp_path: Path, u2netp_remover
-) -> None:
+def test_sticker_preset_is_a_cropped_png_with_its_outline(tmp_path: Path, u2netp_remover) -> None:
     from bgremover.compose import subject_box
 
     out = tmp_path / "sticker.png"
