@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bgremover import regions
 from bgremover.regions import apply_click
 
 H, W = 240, 320
@@ -47,7 +48,11 @@ def scene() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return rgb, alpha, missed
 
 
-def test_one_add_click_recovers_a_missed_disk(scene) -> None:
+@pytest.mark.parametrize(("space", "hold"), [("RGB", True), ("Lab", True), ("RGB", False)])
+def test_one_add_click_recovers_a_missed_disk(scene, space: str, hold: bool, monkeypatch) -> None:
+    """With the settings and with each alternative the clicks benchmark compares them to."""
+    monkeypatch.setattr(regions, "COLOUR_SPACE", space)
+    monkeypatch.setattr(regions, "HOLD_OTHER_SIDE", hold)
     rgb, alpha, missed = scene
     new, box = apply_click(rgb, alpha, (100, 120), add=True)
     added = (new >= 128) & (alpha < 128)

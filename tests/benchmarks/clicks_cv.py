@@ -54,12 +54,20 @@ class _Tee(io.TextIOBase):
         self.out.flush()
 
 
-def parse_values(name: str, text: str) -> list[int | float]:
+def parse_values(name: str, text: str) -> list[int | float | str]:
     """The values of ``--param NAME V1,V2``, of the type of the constant as it is."""
     if not hasattr(regions, name):
         raise SystemExit(f"bgremover.regions has no constant {name}")
-    kind = int if isinstance(getattr(regions, name), int) else float
-    return [kind(v) for v in text.split(",") if v.strip()]
+    current = getattr(regions, name)
+    values = [v.strip() for v in text.split(",") if v.strip()]
+    if isinstance(current, bool):
+        return [v.lower() in ("1", "true", "yes") for v in values]
+    kind = type(current) if isinstance(current, (int, str)) else float
+    return [kind(v) for v in values]
+
+
+def shown(value: int | float | str) -> str:
+    return str(value) if isinstance(value, (str, bool)) else f"{value:g}"
 
 
 def parse_rows(text: str, stems: list[str]) -> dict[str, tuple[int, int]]:
@@ -148,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     table = {key: run_once(bench_argv, dict(zip(names, key, strict=True)), stems) for key in keys}
 
     def label(key) -> str:
-        return "/".join(f"{v:g}" for v in key)
+        return "/".join(shown(v) for v in key)
 
     width = max(11, *(len(label(k)) + 2 for k in keys))
     print(f"\nper image NoC@90 / NoC@95 ({'/'.join(names)}; fold A = even, B = odd)")
@@ -176,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         test_means = (
             f"{mean_of(table[chosen], test, 0):.2f} / {mean_of(table[chosen], test, 1):.2f}"
         )
-        setting = ", ".join(f"{n}={v:g}" for n, v in zip(names, chosen, strict=True))
+        setting = ", ".join(f"{n}={shown(v)}" for n, v in zip(names, chosen, strict=True))
         print(
             f"chosen on half {fold} ({len(train)} photos): {setting}  "
             f"(NoC@90 / NoC@95 on it {train_means}; on the other half {test_means})"
