@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from bgremover.metrics import mean_abs_diff, sad
 from bgremover.pipeline import EngineConfig, Remover, model_mask
 from bgremover.refine import refine_alpha
 
@@ -34,8 +35,7 @@ WORSE = 1.02
 
 
 def error(alpha: np.ndarray, truth: np.ndarray, kind: str) -> float:
-    diff = np.abs(alpha.astype(np.float32) - truth.astype(np.float32)) / 255.0
-    return float(diff.sum() / 1000.0) if kind == "SAD" else float(diff.mean())
+    return sad(alpha, truth) if kind == "SAD" else mean_abs_diff(alpha, truth)
 
 
 def parse_value(text: str) -> float | None:
