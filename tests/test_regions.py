@@ -186,3 +186,48 @@ def test_an_add_click_on_a_real_photo_fills_a_hole_cut_into_u2netps_mask(u2netp_
     assert iou(new >= 128, subject) >= 0.96  # 0.98 measured
     assert iou(new >= 128, subject) > iou(holed >= 128, subject) + 0.05
     assert box is not None
+
+
+def test_an_add_click_also_adds_the_other_missed_tips_of_the_clicked_colour(monkeypatch) -> None:
+    """Leaves on a plant: the mask keeps a green body but misses three green tips on its
+    outline (within ``BAND`` of it); one Add click on one tip also adds the other two
+    (the spread), and no background. Without the spread the other two stay out."""
+    rgb = textured_background()
+    body = disk(160, 120, 60)
+    tips = [disk(160 + 64 * np.cos(t), 120 + 64 * np.sin(t), 10) & ~body for t in (0.3, 2.2, 4.1)]
+    plant = body | tips[0] | tips[1] | tips[2]
+    paint(rgb, plant, (60, 170, 70), seed=3)
+    alpha = np.where(body, 255, 0).astype(np.uint8)
+    x, y = 160 + 68 * np.cos(0.3), 120 + 68 * np.sin(0.3)
+    new, _ = apply_click(rgb, alpha, (x, y), add=True)
+    for tip in tips:
+        assert (new[tip] >= 128).mean() >= 0.8
+    assert (new[~plant] >= 128).mean() <= 0.005
+    monkeypatch.setattr(regions, "SPREAD", False)
+    alone, _ = apply_click(rgb, alpha, (x, y), add=True)
+    assert (alone[tips[0]] >= 128).mean() >= 0.8
+    assert (alone[tips[1]] >= 128).mean() <= 0.2
+
+
+def test_the_spread_moves_nothing_where_the_clicked_colour_is_on_both_sides(monkeypatch) -> None:
+    """A green subject before a background that is half green: an Add click on a missed
+    green tip adds that tip only; the green background along the outline stays out."""
+    rgb = textured_background()
+    ground = np.zeros((H, W), bool)
+    ground[:, 200:] = True
+    body = disk(150, 120, 50)
+    tip = disk(150 - 58, 120, 12) & ~body
+    paint(rgb, ground & ~body, (60, 170, 70), seed=4)
+    paint(rgb, body | tip, (60, 170, 70), seed=5)
+    alpha = np.where(body, 255, 0).astype(np.uint8)
+    spread: list[np.ndarray] = []
+    real = regions._spread
+
+    def watch(*args, **kwargs):
+        out = real(*args, **kwargs)
+        spread.append(out != args[2])
+        return out
+
+    monkeypatch.setattr(regions, "_spread", watch)
+    apply_click(rgb, alpha, (150 - 60, 120), add=True)
+    assert spread and not spread[0].any()
