@@ -321,19 +321,18 @@ def _spread(
     small = grid.sample(rgb)
     if COLOUR_SPACE == "Lab":
         small = cv2.cvtColor(small, cv2.COLOR_RGB2Lab)
-    mask = (grid.sample(after) >= 128).astype(np.uint8)
+    mask = grid.sample(after) >= 128
     x, y, add = clicks[-1]
     band_px = max(1, round(BAND * max(grid.size)))
-    inner = cv2.erode(mask, _disk(band_px)).astype(bool)
-    outer = cv2.dilate(mask, _disk(band_px)).astype(bool)
-    near = cv2.dilate(mask, _disk(3 * band_px)).astype(bool)
-    near &= ~cv2.erode(mask, _disk(3 * band_px)).astype(bool)
+    inner = cv2.erode(mask.astype(np.uint8), _disk(band_px)).astype(bool)
+    outer = cv2.dilate(mask.astype(np.uint8), _disk(band_px)).astype(bool)
+    near = cv2.dilate(mask.astype(np.uint8), _disk(3 * band_px)).astype(bool)
+    near &= ~cv2.erode(mask.astype(np.uint8), _disk(3 * band_px)).astype(bool)
     seeds = _seeds(grid, clicks)
     free = seeds == 255
-    fg = ((inner & near) & free) | (seeds == cv2.GC_FGD)
-    bg = ((~outer & near) & free) | (seeds == cv2.GC_BGD)
-    step = 256 // SPREAD_BINS
-    q = (small // step).astype(np.int32)
+    fg = (inner & near & free) | (seeds == cv2.GC_FGD)
+    bg = (~outer & near & free) | (seeds == cv2.GC_BGD)
+    q = (small // (256 // SPREAD_BINS)).astype(np.int32)
     colour = (q[..., 0] * SPREAD_BINS + q[..., 1]) * SPREAD_BINS + q[..., 2]
     bins = SPREAD_BINS**3
     hist_fg = np.bincount(colour[fg], minlength=bins) + 0.5
@@ -344,16 +343,16 @@ def _spread(
     old = grid.sample(before) >= level
     wrong = under.astype(bool) & (~old if add else old)
     clicked = np.bincount(colour[wrong], minlength=bins) > 0
-    sign = 1.0 if add else -1.0
-    side = ~mask.astype(bool) if add else mask.astype(bool)
-    move = side & outer & ~inner & free & clicked[colour] & (sign * odds[colour] > SPREAD_ODDS)
+    # The pixels that may move: the side the click says is wrong, in the band, not clicked.
+    movable = (~mask if add else mask) & outer & ~inner & free
+    move = movable & clicked[colour] & ((odds if add else -odds)[colour] > SPREAD_ODDS)
     if not move.any():
         return after
     # A 3 x 3 median over the band with the moved pixels drops the isolated ones and
     # fills one-pixel gaps between them and the mask, in the click's direction only.
-    labels = (mask.astype(bool) ^ move).astype(np.uint8) * 255
-    moved = (cv2.medianBlur(labels, 3) > 0) != mask.astype(bool)
-    moved &= side & outer & ~inner & free & (cv2.dilate(move.astype(np.uint8), _disk(1)) > 0)
+    labels = (mask ^ move).astype(np.uint8) * 255
+    moved = (cv2.medianBlur(labels, 3) > 0) != mask
+    moved &= movable & (cv2.dilate(move.astype(np.uint8), _disk(1)) > 0)
     if not moved.any():
         return after
     x0, y0, x1, y1 = _bbox(moved)
@@ -365,13 +364,21 @@ def _spread(
         min(height, int(np.ceil((y1 + 1) / grid.sy))),
     )
     # Bilinearly onto the photo's pixels in the box: a soft edge one working pixel wide.
-    photo = _Grid(box, (box[2] - box[0], box[3] - box[1]))
-    weight = photo.warp_from(moved.astype(np.float32), grid)
-    part = after[box[1] : box[3], box[0] : box[2]].astype(np.float32)
-    changed = np.rint(part + ((255.0 if add else 0.0) - part) * weight)
+    weight = _Grid(box, (box[2] - box[0], box[3] - box[1])).warp_from(
+        moved.astype(np.float32), grid
+    )
     out = after.copy()
-    out[box[1] : box[3], box[0] : box[2]] = np.clip(changed, 0, 255).astype(np.uint8)
+    _blend(out, box, weight, add)
     return out
+
+
+def _blend(alpha: np.ndarray, box: Box, weight: np.ndarray, add: bool) -> None:
+    """``alpha`` in ``box`` moved towards 255 (``add``) or 0 by ``weight`` (0..1, the
+    box's size), in place: an Add never lowers a pixel and a Remove never raises one."""
+    x0, y0, x1, y1 = box
+    part = alpha[y0:y1, x0:x1].astype(np.float32)
+    target = 255.0 if add else 0.0
+    alpha[y0:y1, x0:x1] = np.rint(part + (target - part) * weight).astype(np.uint8)
 
 
 def _bbox(mask: np.ndarray) -> Box:
@@ -410,7 +417,6 @@ def apply_click(
     alpha = np.asarray(alpha, dtype=np.uint8)
 
     new = alpha.copy()
-    target = 255.0 if add else 0.0
     coarse_grid = _Grid.over((0, 0, width, height), COARSE_SIDE)
     # The mask's two sides are split at 128, unless the click is on a see-through
     # leftover (a Remove click where alpha < 128, an Add click where it is >= 128):
@@ -437,11 +443,10 @@ def apply_click(
             if fine_grid.size != (x1 - x0, y1 - y0):
                 size = (x1 - x0, y1 - y0)
                 weight = np.asarray(cv2.resize(weight, size, interpolation=cv2.INTER_LINEAR))
-            part = alpha[y0:y1, x0:x1].astype(np.float32)
-            new[y0:y1, x0:x1] = np.rint(part + (target - part) * weight).astype(np.uint8)
+            _blend(new, roi, weight, add)
     if SPREAD:
         new = _spread(rgb, alpha, new, clicks, level)
-    new[py, px] = int(target)
+    new[py, px] = 255 if add else 0
     diff = new != alpha
     if not diff.any():
         return new, None
