@@ -508,7 +508,7 @@ def apply_operation(
         return apply_stroke(ctx.rgb, alpha, op)
     if op.tool in CLICKS:
         (x, y), add = op.points[0], op.tool == "add"
-        new, box = apply_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks))
+        new, box = apply_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), ctx.base)
         ctx.clicks.append((x, y, add))
         return new, box
     if op.tool == "box":

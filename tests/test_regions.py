@@ -231,3 +231,29 @@ def test_the_spread_moves_nothing_where_the_clicked_colour_is_on_both_sides(monk
     monkeypatch.setattr(regions, "_spread", watch)
     apply_click(rgb, alpha, (150 - 60, 120), add=True)
     assert spread and not spread[0].any()
+
+
+def test_a_remove_spread_leaves_what_the_model_was_sure_is_the_subject() -> None:
+    """A green subject with a dark red shadow along its right edge, beside a dark red
+    background; the mask wrongly keeps two dark red bumps on the outline that the model
+    was unsure of. A Remove click on one bump spreads to the other, but not to the
+    shadow, which the model's own mask holds at 255."""
+    rgb = textured_background()
+    body = disk(150, 120, 60)
+    red_ground = np.zeros((H, W), bool)
+    red_ground[:, :70] = True
+    rows = np.zeros((H, W), bool)
+    rows[85:155] = True
+    shadow = body & ~disk(140, 120, 60) & rows
+    bumps = [disk(150, 55, 10) & ~body, disk(150, 185, 10) & ~body]
+    paint(rgb, red_ground, (120, 30, 35), seed=7)
+    paint(rgb, body & ~shadow, (60, 170, 70), seed=8)
+    paint(rgb, shadow | bumps[0] | bumps[1], (120, 30, 35), seed=9)
+    alpha = np.where(body | bumps[0] | bumps[1], 255, 0).astype(np.uint8)
+    base = np.where(body, 255, np.where(bumps[0] | bumps[1], 150, 0)).astype(np.uint8)
+    new, _ = apply_click(rgb, alpha, (150, 50), add=False, base=base)
+    assert (new[bumps[1]] < 128).mean() >= 0.8
+    assert (new[shadow] >= 128).mean() >= 0.95
+    # Without the model's mask the colour model takes the shadow for the red ground.
+    blind, _ = apply_click(rgb, alpha, (150, 50), add=False)
+    assert (blind[shadow] >= 128).mean() < 0.9
