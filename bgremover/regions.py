@@ -335,10 +335,12 @@ def _spread(
     mask = grid.sample(after) >= 128
     x, y, add = clicks[-1]
     band_px = max(1, round(BAND * max(grid.size)))
-    inner = cv2.erode(mask.astype(np.uint8), _disk(band_px)).astype(bool)
-    outer = cv2.dilate(mask.astype(np.uint8), _disk(band_px)).astype(bool)
-    near = cv2.dilate(mask.astype(np.uint8), _disk(3 * band_px)).astype(bool)
-    near &= ~cv2.erode(mask.astype(np.uint8), _disk(3 * band_px)).astype(bool)
+    m8 = mask.astype(np.uint8)
+    inner = cv2.erode(m8, _disk(band_px)).astype(bool)
+    outer = cv2.dilate(m8, _disk(band_px)).astype(bool)
+    near = cv2.dilate(m8, _disk(3 * band_px)).astype(bool) & ~cv2.erode(
+        m8, _disk(3 * band_px)
+    ).astype(bool)
     seeds = _seeds(grid, clicks)
     free = seeds == 255
     fg = (inner & near & free) | (seeds == cv2.GC_FGD)
