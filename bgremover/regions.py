@@ -78,10 +78,11 @@ portraits = the 12 P3M portraits):
   instead of 8, 0.95 in 14 instead of never, before ``REFINE``); on the portraits,
   with ``DEPTH``, it changes no photo's count. ``DEPTH`` = 2 chosen on
   **portraits** (of 2, 3, 4; 2 and 3 tie, 4 costs p_09ba26b4 two clicks); the
-  spread's odds (four to one) and bins are not chosen from data. ``SURE`` (a Remove spread leaves what the model's
-  mask holds at 0.9 or more) comes from the model's errors on both folders, not from
-  the benchmark: its confident misses are ten times its confident wrong keeps; it
-  changes no benchmark row at 800 px and keeps the astronaut's sleeve whole.
+  spread's odds (four to one) and bins are not chosen from data. ``SURE`` (a Remove
+  spread leaves what the model's mask holds at 0.9 or more) comes from the model's
+  errors on both folders, not from the benchmark: its confident misses are ten times
+  its confident wrong keeps; it changes no benchmark row at 800 px and keeps the
+  astronaut's sleeve whole.
 * ``REFINE`` (refining the changed pixels) uses the refinement's own settings, chosen
   before by its cross-validation (refine_cv.py); switched on, it changes no portrait's
   count, takes GT13 to 0.95 in 12 clicks instead of 14 (one more to 0.90: 5), and
