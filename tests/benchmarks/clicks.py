@@ -1,12 +1,12 @@
 """Clicks benchmark: how many Add / Remove clicks a user needs to correct u2netp's mask.
 
     python tests/benchmarks/clicks.py IMAGES_DIR GT_DIR [--max-clicks 20]
-        [--tool click|box] [--refine/--no-refine] [--images N]
+        [--tool click|box] [--refine/--no-refine] [--model NAME] [--images N]
 
 The standard protocol of interactive segmentation (Xu et al. 2016, "Deep
 Interactive Object Selection"; RITM, Sofiiuk et al. 2022): the result starts as
-the model's mask (u2netp fp32, with the app's edge refinement unless
-``--no-refine``); each next click goes to the interior point (farthest from the
+the model's mask (u2netp fp32, or ``--model``'s, with the app's edge refinement
+unless ``--no-refine``); each next click goes to the interior point (farthest from the
 region's border by distance transform, the image border counting as border) of
 the largest error region of the binarised result (alpha >= 128) against the
 ground truth (>= 128): an Add click on a region the result misses, a Remove
@@ -75,14 +75,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-clicks", type=int, default=20)
     ap.add_argument("--tool", choices=("click", "box"), default="click")
     ap.add_argument("--refine", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument(
+        "--model", default="u2netp", help="the model whose mask the clicks start from (boxes too)"
+    )
     ap.add_argument("--images", dest="limit", type=int, default=0, help="only the first N photos")
     args = ap.parse_args(argv)
 
-    remover = Remover.from_config(EngineConfig(model="u2netp", refine=args.refine))
+    remover = Remover.from_config(EngineConfig(model=args.model, refine=args.refine))
 
     pairs = load_pairs(args.images, args.truths, args.limit)
     print(
-        f"u2netp fp32, edge refinement {'on' if args.refine else 'off'}, tool {args.tool}, "
+        f"{args.model} fp32, edge refinement {'on' if args.refine else 'off'}, tool {args.tool}, "
         f"max {args.max_clicks} interactions, {len(pairs)} photos"
     )
     after_box = f"{'box':>7}" if args.tool == "box" else ""

@@ -2,7 +2,7 @@
 
     python tests/benchmarks/clicks_cv.py IMAGES_DIR GT_DIR --param NAME V1,V2,...
         [--param NAME2 W1,W2,...] [--tool click|box] [--refine/--no-refine]
-        [--max-clicks 20] [--images N]
+        [--model NAME] [--max-clicks 20] [--images N]
 
 The rule of this project is never to tune on what is scored: a constant chosen on
 a folder must be scored on another folder or by cross-validation. This runs
@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-clicks", type=int, default=20)
     ap.add_argument("--tool", choices=("click", "box"), default="click")
     ap.add_argument("--refine", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--model", default="u2netp", help="the model whose mask the clicks start from")
     ap.add_argument("--images", dest="limit", type=int, default=0, help="only the first N photos")
     args = ap.parse_args(argv)
 
@@ -147,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
     bench_argv = [str(args.images), str(args.truths), "--max-clicks", str(args.max_clicks)]
     bench_argv += ["--tool", args.tool, "--refine" if args.refine else "--no-refine"]
+    bench_argv += ["--model", args.model]
     if args.limit:
         bench_argv += ["--images", str(args.limit)]
     fixed = tuple(getattr(regions, name) for name in names)
