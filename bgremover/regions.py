@@ -36,7 +36,7 @@ of a few hundred pixels, the outline along a thin leaf is a blur one working pix
 wide, and the refinement's colour line puts it where the photo's colours say. The
 clicked pixel itself always becomes 255 / 0. GrabCut only ever sees the downscaled
 copies, so a 12-megapixel photo adds just the full-size resampling, blending and
-refinement (median 0.43 s a click on three 12 MP photos against 0.13 s at 800 px).
+refinement (median 0.58 s a click on three 12 MP photos against 0.13 s at 800 px).
 Everything is deterministic: OpenCV's random generator (k-means, GrabCut's GMM
 initialisation) is seeded before each use, and the fixed +-1 grey-level dither added
 to GrabCut's input (without it, max-flow takes minutes on a flat colour) comes from
@@ -84,13 +84,26 @@ portraits = the 12 P3M portraits):
   its confident wrong keeps; it changes no benchmark row at 800 px and keeps the
   astronaut's sleeve whole.
 * ``REFINE`` (refining the changed pixels) uses the refinement's own settings, chosen
-  before by its cross-validation (refine_cv.py); switched on, it changes no portrait's
-  count, takes GT13 to 0.95 in 12 clicks instead of 14 (one more to 0.90: 5), and
-  the 12 MP GT13 in 7 instead of 13.
+  before by its cross-validation (refine_cv.py); switched on (with ``SPREAD_SIDE``
+  320), it changed no portrait's count, took GT13 to 0.95 in 12 clicks instead of 14
+  and the 12 MP GT13 in 7 instead of 13.
+* ``SPREAD_SIDE`` = 800 (was 320, a time-budget choice while the spread's bands were
+  erosions by disks, whose cost grows with the radius; distance transforms made it
+  flat). After its big parts are fixed, the plant's remaining error is its fringe:
+  after six clicks, 79 % of GT13's wrong pixels lie within 2 px of the true outline,
+  and at 320 the spread drew that outline in cells of 2.5 photo pixels. On a synthetic
+  photo with a known answer (tests/test_regions.py) one click adds 95 % of 24 missed
+  needles 3 px wide at 800 and 62 % at 320. On the benchmark it is **not held out**:
+  the matting set gains from it from all three start masks (``clicks.py``, and with
+  ``--no-refine`` and ``--model isnet-imgly``: NoC@95 0.50 / 0.44 / 0.72 against
+  1.06 / 0.67 / 1.17 at 320), while the portraits hardly tell: 1.42 against 1.25 from
+  u2netp's refined mask (p_71bcce3a needs two clicks more), 0.92 against 1.00 from
+  IS-Net's, 1.00 both from the unrefined mask; ``clicks_cv.py ... --param
+  SPREAD_SIDE 320,800`` on them scores 1.25 / 1.00 / 1.00 held out.
 
 Measured with these settings (u2netp fp32 start with edge refinement, max 20
-clicks): matting NoC@85 0.17, NoC@90 0.33, NoC@95 0.78, 17 of 18 photos at 0.95
-within 8 clicks (GT13 in 12); portraits NoC@90 0.67, NoC@95 1.25, all 12 within 5
+clicks): matting NoC@85 0.17, NoC@90 0.17, NoC@95 0.50, all 18 photos at 0.95
+within 8 clicks (GT13 in 7); portraits NoC@90 0.75, NoC@95 1.42, all 12 within 6
 clicks. Held out
 (tests/benchmarks/clicks_cv.py, 2-fold cross-validation, each photo scored with the
 values chosen on the other half; measured before the spread and ``DEPTH``):
@@ -99,7 +112,8 @@ GT18 need clicks, so this rests on two photos); portraits NoC@90 0.83, NoC@95 1.
 
 GrabCut only sees colour: where the missed part has the colours of the background
 around it, a click recovers only the part that differs (GT13, a plant before sand
-and rock, needs 12 clicks to IoU 0.95).
+and rock, needs 7 clicks to IoU 0.95, and edges finer than the spread's grid need
+the brushes).
 """
 
 from __future__ import annotations
@@ -143,8 +157,9 @@ SPREAD = True
 #: How deep into the clicked side a click's change may reach, as a multiple of the
 #: click's own distance from the other side (at least ``BAND``); 0 for no limit.
 DEPTH = 2.0
-#: Long side of the whole-photo pass of :func:`_spread`.
-SPREAD_SIDE = 320
+#: Long side of the whole-photo pass of :func:`_spread` (a photo up to this size is
+#: seen at its own pixels): the outline it draws is this fine.
+SPREAD_SIDE = 800
 #: Histogram bins per colour channel of :func:`_spread`'s colour model.
 SPREAD_BINS = 16
 #: How much likelier a colour must be on the side the click asks for than on the
@@ -349,12 +364,14 @@ def _spread(
     mask = grid.sample(after) >= 128
     x, y, add = clicks[-1]
     band_px = max(1, round(BAND * max(grid.size)))
+    # Distances from the outline, each side (erosions and dilations by disks, in time
+    # that does not grow with the radius).
     m8 = mask.astype(np.uint8)
-    inner = cv2.erode(m8, _disk(band_px)).astype(bool)
-    outer = cv2.dilate(m8, _disk(band_px)).astype(bool)
-    near = cv2.dilate(m8, _disk(3 * band_px)).astype(bool) & ~cv2.erode(
-        m8, _disk(3 * band_px)
-    ).astype(bool)
+    depth_in = cv2.distanceTransform(m8, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+    depth_out = cv2.distanceTransform(1 - m8, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+    inner = depth_in > band_px
+    outer = depth_out <= band_px
+    near = (depth_in <= 3 * band_px) & (depth_out <= 3 * band_px)
     seeds = _seeds(grid, clicks)
     free = seeds == 255
     fg = (inner & near & free) | (seeds == cv2.GC_FGD)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 
@@ -11,13 +12,13 @@ from bgremover.regions import apply_click
 H, W = 240, 320
 
 
-def textured_background(seed: int = 0) -> np.ndarray:
+def textured_background(seed: int = 0, height: int = H, width: int = W) -> np.ndarray:
     """Blue-grey stripes with noise: a background with texture, not one flat colour."""
     rng = np.random.default_rng(seed)
-    yy, xx = np.mgrid[0:H, 0:W]
+    yy, xx = np.mgrid[0:height, 0:width]
     stripes = 20.0 * np.sin((xx + 0.5 * yy) / 7.0)
     base = np.stack([90 + stripes, 110 + stripes, 150 + 0.5 * stripes], axis=2)
-    return np.clip(base + rng.normal(0, 8, (H, W, 3)), 0, 255).astype(np.uint8)
+    return np.clip(base + rng.normal(0, 8, (height, width, 3)), 0, 255).astype(np.uint8)
 
 
 def disk(cx: float, cy: float, r: float) -> np.ndarray:
@@ -264,18 +265,13 @@ def test_a_clicks_outline_follows_the_photo_at_full_size(monkeypatch) -> None:
     pixels wide on the click's working grids: upsampled, its outline is a blur. With the
     model's edge refinement on the changed pixels the added bar matches the photo."""
     height, width = 960, 1280
-    rng = np.random.default_rng(0)
-    yy, xx = np.mgrid[0:height, 0:width]
-    stripes = np.sin((xx + 0.5 * yy) / 7.0)
-    base = np.stack([90 + 20 * stripes, 110 + 20 * stripes, 150 + 10 * stripes], axis=2)
-    rgb = np.clip(base + rng.normal(0, 8, (height, width, 3)), 0, 255).astype(np.uint8)
+    rgb = textured_background(0, height, width)
     body = np.zeros((height, width), bool)
     body[300:700, 700:1000] = True
     bar = np.zeros((height, width), bool)
     bar[487:513, 380:700] = True
-    for where, colour, seed in ((body, (60, 170, 70), 1), (bar, (220, 120, 40), 2)):
-        noise = np.random.default_rng(seed).normal(0, 8, (int(where.sum()), 3))
-        rgb[where] = np.clip(np.array(colour, np.float64) + noise, 0, 255).astype(np.uint8)
+    paint(rgb, body, (60, 170, 70), seed=1)
+    paint(rgb, bar, (220, 120, 40), seed=2)
     alpha = np.where(body, 255, 0).astype(np.uint8)
     truth = (body | bar).astype(np.float64)
     near = np.s_[440:560, 340:740]
@@ -295,3 +291,36 @@ def test_a_clicks_outline_follows_the_photo_at_full_size(monkeypatch) -> None:
     changed = new != alpha
     assert not changed[:440].any() and not changed[560:].any()
     assert (new >= alpha).all()
+
+
+def test_the_spread_adds_needles_three_pixels_wide_on_an_800_pixel_photo(monkeypatch) -> None:
+    """24 green needles 3 px wide missed around a green body on an 800 x 600 photo: one
+    Add click on one needle adds nearly all of them, because the spread sees the photo at
+    its own pixels. On a grid of 320 (what it used) a needle is about one cell wide and
+    less than two thirds of them come in."""
+    height, width = 600, 800
+    rgb = textured_background(0, height, width)
+    yy, xx = np.mgrid[0:height, 0:width]
+    body = (xx + 0.5 - 400) ** 2 + (yy + 0.5 - 300) ** 2 <= 150**2
+    lines = np.zeros((height, width), np.uint8)
+    for t in np.linspace(0, 2 * np.pi, 24, endpoint=False):
+        start = (int(400 + 148 * np.cos(t)), int(300 + 148 * np.sin(t)))
+        end = (int(400 + 185 * np.cos(t)), int(300 + 185 * np.sin(t)))
+        cv2.line(lines, start, end, 1, 3)
+    needles = lines.astype(bool) & ~body
+    plant = body | needles
+    paint(rgb, plant, (60, 170, 70), seed=3)
+    alpha = np.where(body, 255, 0).astype(np.uint8)
+
+    def needles_added(side: int) -> tuple[float, int]:
+        monkeypatch.setattr(regions, "SPREAD_SIDE", side)
+        new, _ = apply_click(rgb, alpha, (575.5, 300.5), add=True)
+        got = new >= 128
+        return float((got & needles).sum() / needles.sum()), int((got & ~plant).sum())
+
+    share, wrong = needles_added(regions.SPREAD_SIDE)
+    assert width <= regions.SPREAD_SIDE
+    assert share >= 0.9
+    assert wrong <= 0.02 * needles.sum()
+    coarse_share, _ = needles_added(320)
+    assert coarse_share < 0.7
