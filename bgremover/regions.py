@@ -387,8 +387,11 @@ def _spread(
     old = grid.sample(before) >= level
     wrong = under.astype(bool) & (~old if add else old)
     clicked = np.bincount(colour[wrong], minlength=bins) > 0
-    # The pixels that may move: the side the click says is wrong, in the band, not clicked.
-    movable = (~mask if add else mask) & outer & ~inner & free
+    # The pixels that may move: the side the click says is wrong, in the band, not under
+    # an earlier click (this click's own disk may: left out, where the click's region
+    # stopped short of it, the spread drew a ring around a hole at the click).
+    unclicked = _seeds(grid, clicks[:-1]) == 255
+    movable = (~mask if add else mask) & outer & ~inner & unclicked
     if base is not None and not add:
         # What the model itself was sure is the subject stays: u2netp's confident mistakes
         # are misses, about ten times as many pixels as what it keeps wrongly with the same

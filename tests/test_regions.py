@@ -324,3 +324,20 @@ def test_the_spread_adds_needles_three_pixels_wide_on_an_800_pixel_photo(monkeyp
     assert wrong <= 0.02 * needles.sum()
     coarse_share, _ = needles_added(320)
     assert coarse_share < 0.7
+
+
+def test_the_spread_moves_the_clicked_pixels_too() -> None:
+    """Where a click's own region stops short (here: none at all), the spread still takes
+    the pixels around the click with the rest of their colour; it used to leave the
+    click's disk out, a hole ringed by the pixels it moved."""
+    rgb = textured_background()
+    body = disk(160, 120, 60)
+    tip = disk(160 + 64, 120, 12) & ~body
+    paint(rgb, body | tip, (60, 170, 70), seed=3)
+    alpha = np.where(body, 255, 0).astype(np.uint8)
+    x, y = 160 + 70, 120
+    new = regions._spread(rgb, alpha, alpha.copy(), [(x, y, True)], 128)
+    around = disk(x, y, 3) & tip
+    assert around.any()
+    assert (new[around] >= 128).all()
+    assert (new[tip] >= 128).mean() >= 0.8
