@@ -322,7 +322,7 @@ def _clusters(colours: np.ndarray) -> np.ndarray:
         return data
     cv2.setRNGSeed(0)
     criteria = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 10, 1e-3)
-    _, _, centres = cv2.kmeans(data, k, None, criteria, 1, cv2.KMEANS_PP_CENTERS)  # type: ignore[call-overload]
+    _, _, centres = cv2.kmeans(data, k, None, criteria, 1, cv2.KMEANS_PP_CENTERS)  # type: ignore[call-overload, unused-ignore]
     return np.asarray(centres, np.float32)
 
 

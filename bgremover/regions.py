@@ -257,7 +257,7 @@ def _cluster_flip(
         return side.copy()
     cv2.setRNGSeed(0)
     criteria = (cv2.TERM_CRITERIA_MAX_ITER + cv2.TERM_CRITERIA_EPS, 10, 1.0)
-    _, labels, _ = cv2.kmeans(  # type: ignore[call-overload]
+    _, labels, _ = cv2.kmeans(  # type: ignore[call-overload, unused-ignore]
         pixels, CLUSTERS, None, criteria, 1, cv2.KMEANS_PP_CENTERS
     )
     cluster = np.full(side.shape, -1, np.int32)
