@@ -547,13 +547,15 @@ def _serve_arguments(command) -> None:
         "--max-body-mb",
         type=float,
         default=25.0,
-        help="largest request body in megabytes; larger gets 413 (default 25)",
+        help="largest request body in megabytes; a larger one is refused before it is read "
+        "(default 25)",
     )
     serve.add_argument(
         "--max-megapixels",
         type=float,
         default=None,
-        help="largest image; larger gets 413 (default 250, or $BGREMOVER_MAX_MEGAPIXELS)",
+        help="largest image; larger is refused (default: $BGREMOVER_MAX_MEGAPIXELS, else 250 "
+        "or less, so that one image at the limit takes at most half this machine's memory)",
     )
     serve.add_argument(
         "--timeout",

@@ -3,42 +3,60 @@
 A FastAPI app on uvicorn with one :class:`~bgremover.pipeline.Remover` (one ONNX
 Runtime session) made at start and shared by every request:
 
-- ``POST /v1.0/removebg``: remove.bg's API, for what bgremover supports. The image
-  comes as a multipart file ``image_file`` or as a form field ``image_file_b64``
-  (base64). Parameters (form fields) and what they become, through the same
+- ``POST /v1.0/removebg``: remove.bg's API, as its real clients use it. The image
+  comes as a multipart file ``image_file`` (with or without a file name), as a field
+  ``image_file_b64`` (base64; line breaks and a ``data:`` prefix allowed), in a
+  multipart or urlencoded form or a JSON object (JSON booleans and numbers read as
+  remove.bg reads them). Parameters and what they become, through the same
   :func:`~bgremover.presets.options_from` that reads the command line's options:
 
   - ``format``: ``auto`` (the default, as remove.bg's: PNG when the output has
     transparency or is a mask, JPEG otherwise), ``png``, ``jpg``/``jpeg``, ``webp``.
     A JPEG without ``bg_color`` gets a white background, as remove.bg's does.
   - ``channels``: ``rgba`` (the cutout) or ``alpha`` (the mask, ``mask_only``).
-  - ``bg_color``: hex without ``#`` (``81d4fa``, ``fff``, ``81d4fa80``) or a colour
-    name (``green``): the ``background``.
+  - ``bg_color``: hex with or without ``#`` (``81d4fa``, ``fff``, ``81d4fa80``) or a
+    colour name (``green``): the ``background``.
   - ``crop``: true/false; ``crop_margin``: ``30px``, ``30`` or ``10%`` (the ``margin``
-    around the cropped subject; a percentage is of the subject box's long side).
+    around the cropped subject; a percentage is of the subject box's long side), also
+    as CSS's two or four values when they are equal; ignored without ``crop``, as
+    remove.bg ignores it.
   - ``size``: remove.bg's sizes as pixel counts, applied through ``max_size``
     (the long side, computed per image so that the output holds at most that many
     pixels; never scaled up): ``preview``/``small``/``regular`` 0.25 megapixels,
     ``medium`` 1.5, ``hd`` 4, ``4k`` 10; ``full``, ``50MP`` and ``auto`` keep the
-    photo's size (up to the megapixel limit every input has).
-
+    photo's size (up to the megapixel limit every input has). The default is ``auto``:
+    remove.bg's default is ``preview`` because larger sizes cost credits; here none do.
+  - ``roi``: ``x1 y1 x2 y2`` in pixels or percent: nothing outside is foreground.
   - ``add_shadow``: true adds bgremover's soft drop shadow (``shadow_type`` drop;
     ``shadow_opacity`` 0-100, as remove.bg's).
+  - remove.bg's defaults, which clients send on every call, change nothing
+    (:data:`NO_OP_VALUES`: ``type=auto``, ``type_level``, ``scale``/``position``
+    ``original``, ``semitransparency``, ``shadow_method=legacy``); other values of
+    them are refused with 400 naming the default, never ignored.
 
-  remove.bg's other parameters (``type``, ``bg_image_url``, ``roi``, ``scale``, ...)
-  and any unknown name are refused with 400, never ignored. ``image_url`` is
-  refused too: this server does not fetch URLs (no outbound requests at all); send
-  the image itself.
+  ``image_url``, ``bg_image_url`` and ``bg_image_file`` and any unknown name are
+  refused with 400: this server does not fetch URLs (no outbound requests at all).
+  An answer carries remove.bg's headers: ``X-Type`` (always ``other``), ``X-Width``,
+  ``X-Height``, ``X-Foreground-Top/Left/Width/Height`` (the subject's box on the
+  output), ``X-Credits-Charged`` (0) and ``X-RateLimit-Limit/Remaining/Reset`` (this
+  server's limit is requests at once, workers + queue); with ``Accept:
+  application/json`` the image comes as remove.bg's JSON, ``{"data": {"result_b64",
+  "foreground_top", ...}}``.
 - ``POST /api/remove``: the image as the raw body; the same parameters as query
   parameters (``?format=webp&bg_color=fff``); a PNG cutout by default.
+- ``GET /v1.0/account``: 404 in remove.bg's errors shape (no accounts, no credits).
 - ``GET /healthz``: ok, model, precision, providers (no key needed).
 - ``GET /metrics``: Prometheus text format: requests by endpoint and status, a
   latency histogram, queue depth, requests in flight, resident memory.
 
-Errors are remove.bg's JSON, ``{"errors": [{"title", "code", "detail"}]}``: 400 a bad
-parameter or an unreadable image, 401 a missing or wrong ``X-Api-Key``, 408 an upload
-slower than the time limit, 413 a body or an image over the limits, 429 the queue is
-full (with ``Retry-After``), 503 shutting down or a request over the time limit.
+Errors are remove.bg's JSON, ``{"errors": [{"title", "code", "detail"}]}`` (unknown
+paths too): 400 a bad parameter or an unreadable image, 403 (``/api/remove``: 401) a
+missing or wrong ``X-Api-Key``, 408 an upload slower than the time limit, 400
+``file_too_large`` (``/api/remove``: 413) a body or an image over the limits, 429 the
+queue is full (with ``Retry-After``), 503 shutting down or a request over the time
+limit (with ``Retry-After``). A body declared over the limit is refused before it is
+read (no ``100 Continue``); of a refused request's body at most DISCARD_SECONDS are
+read, so a client that trickles is answered all the same.
 
 Work is bounded: a request is admitted (or refused with 429) before its body is read,
 at most ``workers + queue`` at once; the body is read in chunks up to the size limit;
@@ -46,8 +64,9 @@ at most ``workers + queue`` at once; the body is read in chunks up to the size l
 with one inference at a time on the shared session (which uses every core), as
 the batch pipeline does, and the pixels being decoded or finished are held under
 the batch's pixel budget. Nothing of the engine runs on the event loop. On SIGTERM
-(or Ctrl+C) the server stops accepting connections, answers 503 to requests that
-still arrive, lets the ones in flight finish, and exits 0.
+(or Ctrl+C) the server keeps listening while the admitted requests finish, answers
+503 with Retry-After to requests that arrive meanwhile, then exits 0 (a second signal
+stops it listening at once).
 """
 
 import asyncio
@@ -57,6 +76,7 @@ import contextlib
 import hmac
 import io
 import ipaddress
+import json
 import logging
 import math
 import os
@@ -68,7 +88,9 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import unquote_plus, unquote_to_bytes
+
+import numpy as np
 
 from .errors import BgRemoverError, ImageReadError, UsageError
 
@@ -89,6 +111,7 @@ SIZES: dict[str, int | None] = {
     "50mp": None,
     "auto": None,
 }
+#: remove.bg's parameters that bgremover reads (the image fields aside).
 PARAMETERS = (
     "format",
     "channels",
@@ -96,22 +119,38 @@ PARAMETERS = (
     "crop",
     "crop_margin",
     "size",
+    "roi",
     "add_shadow",
     "shadow_type",
     "shadow_opacity",
+    "type",
+    "type_level",
+    "scale",
+    "position",
+    "semitransparency",
+    "shadow_method",
 )
-#: remove.bg parameters bgremover does not implement: refused by name, with a reason.
+#: remove.bg's parameters whose values listed here change nothing in bgremover's output
+#: (remove.bg's defaults, which real clients always send), each with what any other value
+#: asks for that bgremover cannot do.
+NO_OP_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
+    # bgremover finds the foreground itself and reports every subject as "other".
+    "type": (("auto",), "bgremover has no foreground types: it finds the subject itself"),
+    # The level of the type classification only names what X-Type reports.
+    "type_level": (("none", "1", "2", "latest"), "type_level is none, 1, 2 or latest"),
+    "scale": (("original", "100%"), "the subject is never rescaled inside its image"),
+    "position": (("original",), "the subject is never moved inside its image"),
+    # remove.bg makes only car windows see-through; bgremover's edges keep their partial
+    # alpha (hair, fur) either way, as remove.bg's do for every other subject.
+    "semitransparency": (("true", "false", "1", "0"), "semitransparency is true or false"),
+    "shadow_method": (("legacy",), "bgremover draws its own soft drop shadow (legacy)"),
+}
+#: remove.bg parameters bgremover does not implement at all: refused by name, with a reason.
 UNSUPPORTED = {
     "image_url": "this server does not fetch URLs (URL fetching is off); send the image "
     "itself as image_file, image_file_b64 or the raw body of /api/remove",
-    "type": "bgremover finds the foreground itself; it has no foreground types",
-    "type_level": "bgremover has no foreground types",
-    "bg_image_url": "background images from URLs are not supported",
+    "bg_image_url": "background images from URLs are not supported (no outbound requests)",
     "bg_image_file": "background image files are not supported by the server",
-    "scale": "scale is not supported",
-    "position": "position is not supported",
-    "roi": "regions of interest are not supported",
-    "semitransparency": "semitransparency is always on (edges are refined)",
 }
 HISTOGRAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 CONTENT_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
@@ -151,6 +190,40 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def url_of(host: str, port: int) -> str:
+    """The URL clients use for ``host`` and ``port`` (an IPv6 address in brackets)."""
+    try:
+        ipv6 = ipaddress.ip_address(host.strip("[]")).version == 6
+    except ValueError:
+        ipv6 = False
+    return f"http://[{host.strip('[]')}]:{port}" if ipv6 else f"http://{host}:{port}"
+
+
+#: The server's memory per pixel of the image being worked on, at its peak (decode, mask,
+#: refinement, composition and encoding), above the idle server's: 10.6 bytes measured
+#: on a 60-megapixel PNG, 10.7 on a 245-megapixel one (2.6 GB over 0.4 GB idle). The
+#: pixel budget lets only one image over DEFAULT_PIXELS_IN_FLIGHT be worked on at a
+#: time, so an image at the megapixel limit is the worst case (tests/test_serve.py).
+BYTES_PER_PIXEL = 11
+#: The share of the machine's memory the worst-case image may take.
+MEMORY_SHARE = 0.5
+
+
+def memory_megapixels(total: int | None = None) -> float:
+    """The default megapixel limit: the imaging default (250), lowered so that one image
+    at the limit fits in MEMORY_SHARE of the machine's memory (``total`` bytes; read
+    from the system when None, the imaging default where it cannot be read)."""
+    from .imaging import DEFAULT_MAX_MEGAPIXELS
+
+    if total is None:
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):
+            return DEFAULT_MAX_MEGAPIXELS
+    fits = MEMORY_SHARE * total / BYTES_PER_PIXEL / 1e6
+    return float(min(DEFAULT_MAX_MEGAPIXELS, max(1, math.floor(fits))))
 
 
 def api_key_for(host: str, given: str | None) -> str | None:
@@ -197,17 +270,29 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
                 "unknown_parameter",
                 f"This server reads: {', '.join(PARAMETERS)} (and image_file or image_file_b64).",
             )
+    for name, (accepted, reason) in NO_OP_VALUES.items():
+        value = params.get(name, accepted[0]).strip().lower()
+        if value and value not in accepted:
+            raise ApiError(
+                400,
+                f"{name}={params[name]!r} is not supported: {reason}.",
+                "unsupported_parameter",
+                f"Leave {name} out, or send {name}={accepted[0]} (remove.bg's default).",
+            )
     values: dict[str, Any] = {}
     channels = params.get("channels", "rgba").strip().lower()
     if channels not in ("rgba", "alpha"):
         raise ApiError(400, f"channels is rgba or alpha, not {channels!r}.", "invalid_channels")
     if "bg_color" in params and params["bg_color"].strip():
-        color = params["bg_color"].strip()
+        color = params["bg_color"].strip().removeprefix("#")
         values["background"] = f"#{color}" if _HEX.match(color) else color
     if "crop" in params:
         values["crop"] = params["crop"]
-    if "crop_margin" in params:
-        values["margin"] = params["crop_margin"]
+    if "crop_margin" in params and params["crop_margin"].strip():
+        margin = crop_margin(params["crop_margin"])
+        # remove.bg applies the margin only to a crop, and ignores it otherwise.
+        if params.get("crop", "false").strip().lower() in ("true", "1", "yes", "on"):
+            values["margin"] = margin
     values.update(_shadow_values(params))
     size = params.get("size", "auto").strip().lower()
     if size not in SIZES:
@@ -235,6 +320,66 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
     if fmt != "auto":
         values["format"] = fmt
     return values, fmt, channels == "alpha"
+
+
+def crop_margin(text: str) -> str:
+    """remove.bg's ``crop_margin`` (one value, or CSS's two or four: top/bottom and
+    left/right, or top, right, bottom, left) as bgremover's one margin.
+
+    bgremover's crop has one margin for every side, so several values are taken when
+    they are equal and refused otherwise; each is ``30px``, ``30`` or ``10%``.
+    """
+    parts = text.replace(",", " ").split()
+    if len(parts) not in (1, 2, 4):
+        raise ApiError(
+            400,
+            f"crop_margin has 1, 2 or 4 values, not {len(parts)}: {text!r}.",
+            "invalid_parameter",
+            "Send one margin for every side, e.g. crop_margin=30px or crop_margin=10%.",
+        )
+    from .compose import parse_length
+
+    try:
+        spelled = {parse_length(part) for part in parts}
+    except UsageError as exc:
+        raise ApiError(400, exc.message, "invalid_parameter", exc.fix) from None
+    if len(spelled) > 1:
+        raise ApiError(
+            400,
+            f"crop_margin={text!r} asks for different margins per side, which bgremover's "
+            "crop does not make.",
+            "unsupported_parameter",
+            "Send one margin for every side, e.g. crop_margin=30px.",
+        )
+    return parts[0]
+
+
+def roi_box(text: str, width: int, height: int) -> tuple[int, int, int, int] | None:
+    """remove.bg's ``roi`` (``x1 y1 x2 y2``, each in pixels or percent of the photo) as a
+    pixel box (x0, y0, x1, y1, exclusive ends); None when it is the whole photo."""
+    parts = text.replace(",", " ").split()
+    box: list[int] = []
+    for i, part in enumerate(parts if len(parts) == 4 else ()):
+        size = width if i % 2 == 0 else height
+        number = part.lower().removesuffix("px").removesuffix("%")
+        try:
+            value = float(number)
+        except ValueError:
+            break
+        if not math.isfinite(value) or value < 0:
+            break
+        pixels = value / 100 * size if part.endswith("%") else value
+        box.append(min(size, round(pixels)))
+    if len(box) != 4 or box[0] >= box[2] or box[1] >= box[3]:
+        raise ApiError(
+            400,
+            f"roi={text!r} is not a region: it is x1 y1 x2 y2 with x1 < x2 and y1 < y2.",
+            "invalid_parameter",
+            "Send e.g. roi=0% 0% 100% 100% (the whole photo) or roi=10px 20px 300px 400px.",
+        )
+    if box == [0, 0, width, height]:
+        return None
+    return box[0], box[1], box[2], box[3]
 
 
 def _shadow_values(params: Mapping[str, str]) -> dict[str, Any]:
@@ -293,29 +438,114 @@ def options_for(params: Mapping[str, str], width: int, height: int, default_form
     return options, chosen
 
 
-def form_params(body: bytes, content_type: str, limit: int) -> tuple[bytes, dict[str, str]]:
-    """The image bytes and the other fields of a multipart or urlencoded form."""
+#: The longest header line of one multipart part: long file names (8,000 characters) are
+#: read; the body's size limit bounds the whole form.
+MAX_PART_HEADER = 64 * 1024
+_DATA_URL = re.compile(r"^data:[^,]*;base64,", re.IGNORECASE)
+
+
+def body_params(body: bytes, content_type: str, limit: int) -> tuple[bytes, dict[str, str]]:
+    """The image bytes and the other fields of a multipart form, an urlencoded form or
+    a JSON object (remove.bg takes all three)."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    if kind == "application/json":
+        fields = json_fields(body)
+        files: dict[str, bytes] = {}
+    elif kind in ("multipart/form-data", "application/x-www-form-urlencoded"):
+        files, fields = form_fields(body, content_type, limit)
+    else:
+        raise ApiError(
+            400,
+            "The body is not a form.",
+            "invalid_form",
+            "Send multipart/form-data with the image as image_file, or a JSON object with "
+            "image_file_b64.",
+        )
+    b64 = fields.pop("image_file_b64", None)
+    if "image_file" in files and b64 is not None:
+        raise ApiError(400, "Both image_file and image_file_b64 are given.", "invalid_parameter")
+    if "image_file" in files:
+        return files["image_file"], fields
+    if b64 is not None:
+        return decode_b64(b64), fields
+    if "image_url" in fields:
+        return b"", fields  # refused by name in export_values
+    raise ApiError(
+        400,
+        "No image: the request has neither image_file nor image_file_b64.",
+        "missing_source",
+        "Send the image as a multipart file named image_file.",
+    )
+
+
+def decode_b64(text: str) -> bytes:
+    """``image_file_b64``'s bytes: line breaks and a ``data:...;base64,`` prefix allowed."""
+    compact = "".join(_DATA_URL.sub("", text.strip()).split())
+    try:
+        return base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise ApiError(400, "image_file_b64 is not valid base64.", "invalid_file_b64") from None
+
+
+def json_fields(body: bytes) -> dict[str, str]:
+    """A JSON object's fields as the form's text values (true/false, numbers as written)."""
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(
+            400, "The request body is not valid JSON.", "invalid_form", str(exc)
+        ) from None
+    if not isinstance(document, dict):
+        raise ApiError(400, "The JSON body is not an object.", "invalid_form")
+    fields: dict[str, str] = {}
+    for name, value in document.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            fields[name] = "true" if value else "false"
+        elif isinstance(value, (str, int, float)):
+            fields[name] = str(value)
+        else:
+            raise ApiError(
+                400, f"The JSON field {name!r} is not a string, number or boolean.", "invalid_form"
+            )
+    return fields
+
+
+def form_fields(
+    body: bytes, content_type: str, limit: int
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """A multipart or urlencoded form's file parts (as bytes) and text fields."""
     from python_multipart.exceptions import FormParserError
     from python_multipart.multipart import create_form_parser
 
     fields: dict[str, str] = {}
     files: dict[str, bytes] = {}
     duplicate: list[str] = []
-
     urlencoded = content_type.lower().startswith("application/x-www-form-urlencoded")
 
     def text(raw: bytes) -> str:
         value = raw.decode("utf-8", "replace")
         return unquote_plus(value) if urlencoded else value  # the parser leaves %xx and +
 
+    def keep(name: str) -> None:
+        if name in fields or name in files:
+            duplicate.append(name)
+
     def on_field(f: Any) -> None:
         name = text(f.field_name)
-        if name in fields:
-            duplicate.append(name)
-        fields[name] = text(f.value or b"")
+        keep(name)
+        raw = f.value or b""
+        if name == "image_file":
+            # A part without a file name (curl -F 'image_file=<photo.jpg') is a field to
+            # the parser; its bytes are the image, not text.
+            files[name] = unquote_to_bytes(raw.replace(b"+", b" ")) if urlencoded else raw
+        else:
+            fields[name] = text(raw)
 
     def on_file(f: Any) -> None:
         name = f.field_name.decode("utf-8", "replace")
+        keep(name)
         handle = f.file_object
         handle.seek(0)
         files[name] = handle.read()
@@ -323,7 +553,10 @@ def form_params(body: bytes, content_type: str, limit: int) -> tuple[bytes, dict
     headers = {"Content-Type": content_type.encode("latin-1"), "Content-Length": b"%d" % len(body)}
     try:
         parser = create_form_parser(
-            headers, on_field, on_file, config={"MAX_MEMORY_FILE_SIZE": limit + 1}
+            headers,
+            on_field,
+            on_file,
+            config={"MAX_MEMORY_FILE_SIZE": limit + 1, "MAX_HEADER_SIZE": MAX_PART_HEADER},
         )
         parser.write(body)
         parser.finalize()
@@ -335,7 +568,12 @@ def form_params(body: bytes, content_type: str, limit: int) -> tuple[bytes, dict
             f"Send multipart/form-data with an image_file part ({exc}).",
         ) from None
     if duplicate:
-        raise ApiError(400, f"The field {duplicate[0]!r} is given twice.", "invalid_parameter")
+        raise ApiError(
+            400,
+            f"The field {duplicate[0]!r} is given twice.",
+            "invalid_parameter",
+            "Send each field once (one image per request).",
+        )
     unknown_files = [name for name in files if name != "image_file"]
     if unknown_files:
         raise ApiError(
@@ -344,29 +582,29 @@ def form_params(body: bytes, content_type: str, limit: int) -> tuple[bytes, dict
             "unknown_parameter",
             "Send the image as image_file.",
         )
-    b64 = fields.pop("image_file_b64", None)
-    if "image_file" in files and b64 is not None:
-        raise ApiError(400, "Both image_file and image_file_b64 are given.", "invalid_parameter")
-    if "image_file" in fields:  # a plain field named image_file: not a file upload
-        files["image_file"] = fields.pop("image_file").encode("latin-1", "replace")
-    if "image_file" in files:
-        return files["image_file"], fields
-    if b64 is not None:
-        try:
-            return base64.b64decode(b64.strip(), validate=True), fields
-        except (binascii.Error, ValueError):
-            raise ApiError(400, "image_file_b64 is not valid base64.", "invalid_file_b64") from None
-    if "image_url" in fields:
-        return b"", fields  # refused by name in export_values
-    raise ApiError(
-        400,
-        "No image: the form has neither image_file nor image_file_b64.",
-        "missing_source",
-        "Send the image as a multipart file named image_file.",
-    )
+    return files, fields
 
 
 # -- the engine's side ----------------------------------------------------------------
+
+
+def foreground_box(
+    alpha: np.ndarray, options: Any, width: int, height: int
+) -> tuple[int, int, int, int]:
+    """Where the subject (alpha above compose's threshold) lies on the ``width`` x
+    ``height`` output of ``options``: left, top, width, height (remove.bg's
+    ``foreground_*``; zeros when there is no subject)."""
+    from .compose import layout, subject_box
+
+    box = subject_box(alpha)
+    if box is None:
+        return 0, 0, 0, 0
+    lay = layout(alpha, options)
+    left, top = lay.to_output(box[0], box[1])
+    right, bottom = lay.to_output(box[2], box[3])
+    x0, y0 = max(0, math.floor(left)), max(0, math.floor(top))
+    x1, y1 = min(width, math.ceil(right)), min(height, math.ceil(bottom))
+    return x0, y0, max(0, x1 - x0), max(0, y1 - y0)
 
 
 class PixelBudget:
@@ -397,6 +635,8 @@ class Output:
     media_type: str
     width: int
     height: int
+    #: The subject's box on the output: left, top, width, height (all 0 when none).
+    foreground: tuple[int, int, int, int]
     #: What made the mask: "int8", or "fp32" (asked for, or where the int8 guard ran it).
     precision: str = "fp32"
 
@@ -435,6 +675,18 @@ class Engine:
             self.admitted -= 1
 
     @property
+    def free(self) -> int:
+        """Requests that would be admitted now."""
+        with self.lock:
+            return max(0, self.capacity - self.admitted)
+
+    @property
+    def busy(self) -> bool:
+        """Whether any admitted request is still being read or processed."""
+        with self.lock:
+            return self.admitted > 0
+
+    @property
     def queue_depth(self) -> int:
         with self.lock:
             return max(0, self.admitted - self.running)
@@ -455,13 +707,14 @@ class Engine:
         """Read, cut out, compose and encode one request's image (on a worker thread)."""
         data, params = request.data, dict(request.params)
         if content_type is not None:
-            data, fields = form_params(data, content_type, limit)
+            data, fields = body_params(data, content_type, limit)
             params.update(fields)
         if not data:
             export_values(params, 1, 1)  # an image_url, or unknown parameters: say so
             raise ApiError(400, "The image is empty (0 bytes).", "invalid_file")
         width, height = self.dimensions(data)
         options, fmt = options_for(params, width, height, request.default_format)
+        roi = roi_box(params["roi"], width, height) if params.get("roi", "").strip() else None
         with self.budget.hold(width * height):
             loaded = self.read(data)
             batch, prep = self.remover.prepare(loaded)
@@ -472,14 +725,22 @@ class Engine:
             from .compose import compose_array
             from .output import FORMATS
 
-            pixels = compose_array(result.image.rgb, result.alpha, options)
+            alpha = result.alpha
+            if roi is not None:  # remove.bg: nothing outside the region is foreground
+                x0, y0, x1, y1 = roi
+                alpha = np.zeros_like(alpha)
+                alpha[y0:y1, x0:x1] = result.alpha[y0:y1, x0:x1]
+            pixels = compose_array(result.image.rgb, alpha, options)
+            foreground = foreground_box(alpha, options, pixels.shape[1], pixels.shape[0])
             metadata = result.image.metadata
             precision = result.precision
             del result, loaded, raw
             out = io.BytesIO()
             FORMATS[fmt].encode(out, pixels, FORMATS[fmt], None, options, metadata)
             height_out, width_out = pixels.shape[:2]
-        return Output(out.getvalue(), CONTENT_TYPES[fmt], width_out, height_out, precision)
+        return Output(
+            out.getvalue(), CONTENT_TYPES[fmt], width_out, height_out, foreground, precision
+        )
 
     def dimensions(self, data: bytes) -> tuple[int, int]:
         """The image's size from its header, refusing images over the megapixel limit."""
@@ -628,50 +889,87 @@ class State:
         self.draining = False
 
 
-#: What is discarded of a refused request's body before answering (so that the client,
-#: still sending, reads the answer instead of a reset connection); beyond it, close.
-DISCARD_LIMIT = 256 * 1024 * 1024
+#: What is read and dropped of a refused request's body before answering, so that a
+#: client still sending reads the answer instead of a reset connection: at most this
+#: many bytes, for at most this many seconds (a client that trickles its body is answered
+#: all the same), then the answer and the connection closed.
+DISCARD_LIMIT = 32 * 1024 * 1024
+DISCARD_SECONDS = 2.0
+REMOVEBG = "/v1.0/removebg"
 
 
-async def discard(request: Any, already: int = 0) -> None:
-    from starlette.requests import ClientDisconnect
+class Body:
+    """A request's body as read so far: whether reading began and whether it ended."""
 
-    seen = already
-    with contextlib.suppress(ClientDisconnect):
-        async for chunk in request.stream():
-            seen += len(chunk)
-            if seen > DISCARD_LIMIT:
-                break
+    def __init__(self, request: Any) -> None:
+        self.request = request
+        self.started = False
+        self.complete = False
+
+    async def chunks(self) -> Any:
+        self.started = True
+        async for chunk in self.request.stream():
+            yield chunk
+        self.complete = True
+
+    async def read(self, limit: int) -> bytes:
+        """The body, read in chunks; 413 as soon as it passes ``limit`` bytes."""
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in self.chunks():
+            size += len(chunk)
+            if size > limit:
+                parts.clear()
+                raise too_large(limit)
+            parts.append(chunk)
+        return b"".join(parts)
+
+    async def discard(self) -> None:
+        """Read what the client is still sending, within DISCARD_LIMIT and DISCARD_SECONDS.
+
+        Nothing is read of a client that waits for ``100 Continue`` before sending: it
+        gets the answer instead of the go-ahead."""
+        from starlette.requests import ClientDisconnect
+
+        if self.complete:
+            return
+        if not self.started and "100-continue" in self.request.headers.get("expect", "").lower():
+            return
+
+        async def drain() -> None:
+            seen = 0
+            async for chunk in self.chunks():
+                seen += len(chunk)
+                if seen > DISCARD_LIMIT:
+                    return
+
+        with contextlib.suppress(asyncio.TimeoutError, ClientDisconnect):
+            await asyncio.wait_for(drain(), DISCARD_SECONDS)
 
 
-async def read_body(request: Any, limit: int) -> bytes:
-    """The body, read in chunks; 413 as soon as it passes ``limit`` bytes."""
-    declared = request.headers.get("content-length")
-    too_large = ApiError(
+def too_large(limit: int) -> ApiError:
+    return ApiError(
         413,
         f"The request body is over this server's limit of {limit / 1e6:g} MB.",
         "file_too_large",
         "Send a smaller file; a server operator can raise the limit with --max-body-mb.",
     )
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        await discard(request)
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            chunks.clear()
-            await discard(request, size)
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
+
+
+def removebg_status(exc: ApiError) -> ApiError:
+    """The answer remove.bg gives where bgremover's own endpoint says otherwise: 403 for
+    a missing or wrong key, 400 for a file or an image over the limits."""
+    status = {401: 403, 413: 400}.get(exc.status, exc.status)
+    if status == exc.status:
+        return exc
+    return ApiError(status, exc.title, exc.code, exc.detail, exc.headers)
 
 
 def create_app(state: State):
     from fastapi import FastAPI
     from fastapi import Request as HttpRequest
     from fastapi.responses import JSONResponse, PlainTextResponse, Response
+    from starlette.exceptions import HTTPException
     from starlette.requests import ClientDisconnect
 
     app = FastAPI(title="bgremover", docs_url=None, redoc_url=None, openapi_url=None)
@@ -680,6 +978,21 @@ def create_app(state: State):
 
     def error_response(exc: ApiError) -> Response:
         return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: HttpRequest, exc: HTTPException) -> Response:
+        """Unknown paths and methods, in remove.bg's errors shape like every other answer."""
+        title = {404: "Not found.", 405: "Method not allowed."}.get(exc.status_code, exc.detail)
+        return error_response(
+            ApiError(
+                exc.status_code,
+                f"{title} ({request.method} {request.url.path})",
+                "not_found" if exc.status_code == 404 else "method_not_allowed",
+                f"This server answers POST {REMOVEBG}, POST /api/remove, GET /healthz and "
+                "GET /metrics.",
+                getattr(exc, "headers", None),
+            )
+        )
 
     def check_key(request: HttpRequest) -> None:
         if settings.api_key is None:
@@ -692,12 +1005,46 @@ def create_app(state: State):
         if not hmac.compare_digest(given.encode(), settings.api_key.encode()):
             raise ApiError(401, "Invalid API key.", "auth_failed", "Check the X-Api-Key header.")
 
+    def rate_headers() -> dict[str, str]:
+        """remove.bg's rate-limit headers, for this server's limit: requests at once."""
+        return {
+            "X-RateLimit-Limit": str(engine.capacity),
+            "X-RateLimit-Remaining": str(engine.free),
+            "X-RateLimit-Reset": str(int(time.time()) + 1),
+        }
+
+    def answer(output: Output, wants_json: bool) -> Response:
+        left, top, width, height = output.foreground
+        headers = {
+            "X-Type": "other",
+            "X-Width": str(output.width),
+            "X-Height": str(output.height),
+            "X-Foreground-Top": str(top),
+            "X-Foreground-Left": str(left),
+            "X-Foreground-Width": str(width),
+            "X-Foreground-Height": str(height),
+            "X-Credits-Charged": "0",
+            "X-Precision": output.precision,
+            **rate_headers(),
+        }
+        if not wants_json:
+            return Response(output.body, media_type=output.media_type, headers=headers)
+        data = {
+            "result_b64": base64.b64encode(output.body).decode("ascii"),
+            "foreground_top": top,
+            "foreground_left": left,
+            "foreground_width": width,
+            "foreground_height": height,
+        }
+        return JSONResponse({"data": data}, headers=headers)
+
     async def handle(
         request: HttpRequest, endpoint: str, params: Mapping[str, str], default_format: str
     ) -> Response:
         start = time.perf_counter()
         status = 500
         admitted = False
+        body = Body(request)
         with metrics.lock:
             metrics.in_flight += 1
         try:
@@ -722,10 +1069,11 @@ def create_app(state: State):
                     )
                 admitted = True
                 deadline = start + settings.timeout
+                declared = request.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > settings.max_body:
+                    raise too_large(settings.max_body)  # before reading (or a 100 Continue)
                 try:
-                    body = await asyncio.wait_for(
-                        read_body(request, settings.max_body), settings.timeout
-                    )
+                    data = await asyncio.wait_for(body.read(settings.max_body), settings.timeout)
                 except asyncio.TimeoutError:
                     raise ApiError(
                         408,
@@ -734,23 +1082,11 @@ def create_app(state: State):
                         "request_timeout",
                         "Send the file over a faster connection, or a smaller file.",
                     ) from None
-                content_type = request.headers.get("content-type", "")
-                form = None
-                if endpoint == "/v1.0/removebg":
-                    form = content_type
-                    if not content_type.lower().startswith(
-                        ("multipart/form-data", "application/x-www-form-urlencoded")
-                    ):
-                        raise ApiError(
-                            400,
-                            "The body is not a form.",
-                            "invalid_form",
-                            "Send multipart/form-data with the image as image_file.",
-                        )
+                form = request.headers.get("content-type", "") if endpoint == REMOVEBG else None
                 future = engine.submit(
-                    Request(body, params, default_format), form, settings.max_body
+                    Request(data, params, default_format), form, settings.max_body
                 )
-                del body
+                del data
                 future.add_done_callback(lambda _: engine.release())
                 admitted = False  # released when the work ends, whatever the client does
                 try:
@@ -769,21 +1105,18 @@ def create_app(state: State):
                         {"Retry-After": "5"},
                     ) from None
                 status = 200
-                return Response(
-                    output.body,
-                    media_type=output.media_type,
-                    headers={
-                        "X-Width": str(output.width),
-                        "X-Height": str(output.height),
-                        "X-Type": "other",
-                        "X-Precision": output.precision,
-                    },
-                )
+                accept = request.headers.get("accept", "").lower()
+                return answer(output, endpoint == REMOVEBG and "application/json" in accept)
             except ApiError as exc:
-                if exc.status in (401, 429, 503):
-                    await discard(request)
+                if endpoint == REMOVEBG:
+                    exc = removebg_status(exc)
                 status = exc.status
-                return error_response(exc)
+                await body.discard()
+                response = error_response(exc)
+                response.headers.update(rate_headers())
+                if not body.complete:
+                    response.headers["Connection"] = "close"  # the rest is not read
+                return response
             except BgRemoverError as exc:
                 status = 400 if isinstance(exc, (ImageReadError, UsageError)) else 500
                 return error_response(ApiError(status, exc.message, "processing_failed", exc.fix))
@@ -808,10 +1141,10 @@ def create_app(state: State):
                 metrics.in_flight -= 1
             metrics.observe(endpoint, status, time.perf_counter() - start)
 
-    @app.post("/v1.0/removebg")
+    @app.post(REMOVEBG)
     async def removebg(request: HttpRequest) -> Response:
         query = dict(request.query_params)
-        return await handle(request, "/v1.0/removebg", query, "auto")
+        return await handle(request, REMOVEBG, query, "auto")
 
     @app.post("/api/remove")
     async def remove(request: HttpRequest) -> Response:
@@ -819,6 +1152,22 @@ def create_app(state: State):
         if "format" not in params:
             params["format"] = "png"
         return await handle(request, "/api/remove", params, "png")
+
+    @app.get("/v1.0/account")
+    async def account(request: HttpRequest) -> Response:
+        """remove.bg's account and credits: none here, said in remove.bg's errors shape."""
+        try:
+            check_key(request)
+        except ApiError as exc:
+            return error_response(removebg_status(exc))
+        return error_response(
+            ApiError(
+                404,
+                "This server has no accounts or credits: every request is free.",
+                "not_supported",
+                "bgremover serve runs on your own machine; X-Credits-Charged is always 0.",
+            )
+        )
 
     @app.get("/healthz")
     async def healthz() -> Response:
@@ -857,7 +1206,7 @@ def cmd_serve(args: Any) -> int:
             fix="Install them with: pip install 'bgremover[serve]'",
         ) from None
     from .batch import DEFAULT_PIXELS_IN_FLIGHT, default_finishers
-    from .imaging import default_max_megapixels
+    from .imaging import MAX_MEGAPIXELS_ENV, default_max_megapixels
     from .pipeline import EngineConfig, Remover
 
     api_key = api_key_for(args.host, args.api_key)
@@ -870,7 +1219,11 @@ def cmd_serve(args: Any) -> int:
     )  # fmt: skip
     remover = Remover.from_config(config)
     info = remover.load()  # a model that cannot load fails here, before listening
-    max_mp = args.max_megapixels if args.max_megapixels is not None else default_max_megapixels()
+    max_mp = args.max_megapixels
+    if max_mp is None:
+        max_mp = (
+            default_max_megapixels() if MAX_MEGAPIXELS_ENV in os.environ else memory_megapixels()
+        )
     engine = Engine(remover, workers, args.queue, max_mp, DEFAULT_PIXELS_IN_FLIGHT)
     settings = Settings(
         api_key,
@@ -888,7 +1241,20 @@ def cmd_serve(args: Any) -> int:
         exits 0 after draining (uvicorn re-raises the signal otherwise)."""
 
         def handle_exit(self, sig: int, frame: Any) -> None:
+            if state.draining:  # a second signal: stop listening now
+                super().handle_exit(sig, frame)
+                return
+            # Keep listening while the admitted requests finish, so that requests that
+            # arrive meanwhile get 503 with Retry-After instead of a refused connection.
             state.draining = True
+            threading.Thread(
+                target=self.drain, args=(sig, frame), name="bgremover-drain", daemon=True
+            ).start()
+
+        def drain(self, sig: int, frame: Any) -> None:
+            deadline = time.monotonic() + settings.timeout + 5
+            while engine.busy and time.monotonic() < deadline:
+                time.sleep(0.05)
             super().handle_exit(sig, frame)
 
         @contextlib.contextmanager
@@ -916,8 +1282,9 @@ def cmd_serve(args: Any) -> int:
     server = Server(uv_config)
     print(
         f"bgremover: serving {remover.spec.name} ({remover.precision}, "
-        f"{', '.join(info.active)}) on http://{args.host}:{args.port} with {engine.workers} "
-        f"workers, {args.queue} waiting at most" + ("; API key required" if api_key else ""),
+        f"{', '.join(info.active)}) on {url_of(args.host, args.port)} with {engine.workers} "
+        f"workers, {args.queue} waiting at most, images up to {max_mp:g} megapixels"
+        + ("; API key required" if api_key else ""),
         flush=True,
     )
     try:

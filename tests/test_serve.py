@@ -340,11 +340,11 @@ def png_declaring(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
 
 
-def test_too_many_pixels_is_413(server):
+def test_too_many_pixels_is_refused_before_decoding(server):
     bomb = png_declaring(30000, 30000)
     assert len(bomb) < 1_000_000
-    error = assert_error(removebg_bytes(server, bomb), 413)
-    assert "megapixels" in error["title"]
+    error = assert_error(removebg_bytes(server, bomb), 400)  # remove.bg has no 413
+    assert "megapixels" in error["title"] and error["code"] == "image_too_large"
     with server.client() as c:
         assert_error(c.post("/api/remove", content=bomb), 413)
 
@@ -427,7 +427,7 @@ def test_refuses_to_listen_off_loopback_without_a_key(u2netp_path):
 # -- robustness -------------------------------------------------------------------------
 
 
-def test_sigterm_finishes_the_request_in_flight_then_exits_0(u2netp_path):
+def test_sigterm_finishes_the_request_in_flight_answers_503_meanwhile_then_exits_0(u2netp_path):
     big = io.BytesIO()
     Image.open(SAMPLE).resize((2400, 2800)).save(big, "PNG")
     s = start()
@@ -457,7 +457,7 @@ def test_sigterm_finishes_the_request_in_flight_then_exits_0(u2netp_path):
     finally:
         stop(s)  # signals only a process still running; closes its output
     assert result and result[0].status_code == 200
-    assert late in (503, "refused")
+    assert late == 503  # still listening while it drains, to say so
     assert code == 0
 
 
@@ -475,3 +475,296 @@ def test_client_that_disconnects_mid_upload_leaves_the_server_healthy(server):
     assert server.metric("bgremover_queue_depth") == 0
     with server.client() as c:
         assert c.post("/api/remove", content=CHELSEA.read_bytes()).status_code == 200
+
+
+# -- remove.bg's surface, as real clients use it ------------------------------------------
+
+
+REMOVEBG_DEFAULTS = {
+    "type": "auto",
+    "type_level": "none",
+    "roi": "0 0 100% 100%",
+    "scale": "original",
+    "position": "original",
+    "semitransparency": "true",
+    "shadow_method": "legacy",
+    "crop": "false",
+    "channels": "rgba",
+    "add_shadow": "false",
+    "format": "auto",
+    "size": "auto",
+}
+
+
+def test_removebgs_defaults_change_nothing(server):
+    """rembgpy sends every default of remove.bg's on every call; each was a 400."""
+    plain = removebg(server, CHELSEA)
+    with_defaults = removebg(server, CHELSEA, **REMOVEBG_DEFAULTS)
+    assert with_defaults.status_code == 200, with_defaults.text
+    assert with_defaults.content == plain.content
+    roi_pixels = removebg(server, CHELSEA, roi="0px 0px 451px 300px", type_level="latest")
+    assert roi_pixels.content == plain.content
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("type", "person"), ("scale", "50%"), ("position", "center"), ("shadow_method", "ai")],
+)
+def test_values_bgremover_cannot_honour_are_400_naming_the_default(server, name, value):
+    error = assert_error(removebg(server, CHELSEA, **{name: value}), 400)
+    assert error["code"] == "unsupported_parameter"
+    assert name in error["title"] and f"{name}=" in error["detail"]
+
+
+def test_roi_leaves_nothing_outside_the_region(server):
+    whole = decoded(removebg(server, CHELSEA, channels="alpha"))
+    response = removebg(server, CHELSEA, channels="alpha", roi="10% 10% 50% 50%")
+    assert response.status_code == 200, response.text
+    region = decoded(response)
+    height, width = region.shape[:2]
+    x0, y0, x1, y1 = (
+        round(0.1 * width),
+        round(0.1 * height),
+        round(0.5 * width),
+        round(0.5 * height),
+    )
+    inside = np.zeros(region.shape, bool)
+    inside[y0:y1, x0:x1] = True
+    assert region[~inside].max() == 0
+    np.testing.assert_array_equal(region[inside], whole[inside])
+    assert response.headers["x-foreground-left"] == str(x0)
+    assert response.headers["x-foreground-top"] == str(y0)
+    assert_error(removebg(server, CHELSEA, roi="50% 50% 10% 10%"), 400)
+    assert_error(removebg(server, CHELSEA, roi="0 0 100%"), 400)
+
+
+def test_crop_margin_with_two_or_four_equal_values_and_without_crop(server):
+    one = removebg(server, CHELSEA, crop="true", crop_margin="12px")
+    assert one.status_code == 200
+    for spelled in ("12px 12px", "12 12px 12px 12"):
+        again = removebg(server, CHELSEA, crop="true", crop_margin=spelled)
+        assert again.status_code == 200, again.text
+        assert again.content == one.content
+    error = assert_error(removebg(server, CHELSEA, crop="true", crop_margin="10px 20px"), 400)
+    assert error["code"] == "unsupported_parameter"
+    # remove.bg ignores a margin without crop
+    assert (
+        removebg(server, CHELSEA, crop_margin="30px").content == removebg(server, CHELSEA).content
+    )
+
+
+def test_json_body_and_json_answer(server):
+    """The npm client remove.bg: base64 in a JSON body, JSON booleans, and an answer in
+    remove.bg's JSON (data.result_b64, foreground_*) when it asks Accept: application/json."""
+    plain = removebg(server, CHELSEA, crop="true")
+    encoded = base64.encodebytes(CHELSEA.read_bytes()).decode()  # with line breaks
+    body = {"image_file_b64": "data:image/png;base64," + encoded, "type": "auto", "crop": True}
+    with server.client() as c:
+        response = c.post("/v1.0/removebg", json=body, headers={"Accept": "application/json"})
+        as_image = c.post("/v1.0/removebg", json=body)
+        assert_error(c.post("/v1.0/removebg", json=["not", "an", "object"]), 400)
+        assert_error(
+            c.post("/v1.0/removebg", content=b"{", headers={"Content-Type": "application/json"}),
+            400,
+        )
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "application/json"
+    data = response.json()["data"]
+    assert base64.b64decode(data["result_b64"]) == plain.content == as_image.content
+    for side in ("top", "left", "width", "height"):
+        assert data[f"foreground_{side}"] == int(plain.headers[f"x-foreground-{side}"])
+    assert data["foreground_width"] > 0 and data["foreground_height"] > 0
+
+
+def test_answers_carry_removebgs_headers(server):
+    response = removebg(server, CHELSEA)
+    headers = response.headers
+    assert headers["x-type"] == "other" and headers["x-credits-charged"] == "0"
+    assert int(headers["x-ratelimit-limit"]) == 3 + 16  # workers and the queue
+    assert 0 <= int(headers["x-ratelimit-remaining"]) <= int(headers["x-ratelimit-limit"])
+    assert int(headers["x-ratelimit-reset"]) >= int(time.time())
+    alpha = decoded(response)[..., 3]
+    rows, cols = np.flatnonzero((alpha > 10).any(axis=1)), np.flatnonzero((alpha > 10).any(axis=0))
+    assert int(headers["x-foreground-top"]) == rows[0]
+    assert int(headers["x-foreground-left"]) == cols[0]
+    assert int(headers["x-foreground-height"]) == rows[-1] + 1 - rows[0]
+    assert int(headers["x-foreground-width"]) == cols[-1] + 1 - cols[0]
+    assert "x-ratelimit-limit" in removebg(server, CHELSEA, size="huge").headers
+
+
+def test_account_and_unknown_paths_answer_in_the_errors_shape(server):
+    with server.client() as c:
+        assert assert_error(c.get("/v1.0/account"), 404)["code"] == "not_supported"
+        assert assert_error(c.get("/v2/nothing"), 404)["code"] == "not_found"
+        assert assert_error(c.get("/v1.0/removebg"), 405)["code"] == "method_not_allowed"
+
+
+# -- form parts -------------------------------------------------------------------------
+
+
+def multipart(*parts: tuple[str, bytes]) -> tuple[bytes, str]:
+    """A multipart body written by hand: each part its Content-Disposition line's rest."""
+    boundary = "bgremover-test-boundary"
+    body = b"".join(
+        b"--%s\r\nContent-Disposition: form-data; %s\r\n\r\n%s\r\n"
+        % (boundary.encode(), disposition.encode(), data)
+        for disposition, data in parts
+    )
+    return body + b"--%s--\r\n" % boundary.encode(), f"multipart/form-data; boundary={boundary}"
+
+
+def post_form(server: Server, body: bytes, content_type: str):
+    with server.client() as c:
+        return c.post("/v1.0/removebg", content=body, headers={"Content-Type": content_type})
+
+
+def test_an_image_part_without_a_file_name_is_the_image(server):
+    """curl -F 'image_file=<photo' sends no filename; httpx sends filename "" ."""
+    plain = removebg(server, CHELSEA)
+    data = CHELSEA.read_bytes()
+    response = post_form(server, *multipart(('name="image_file"', data)))
+    assert response.status_code == 200, response.text
+    assert response.content == plain.content
+    with server.client() as c:
+        empty_name = c.post("/v1.0/removebg", files={"image_file": ("", data)})
+    assert empty_name.status_code == 200, empty_name.text
+    assert empty_name.content == plain.content
+
+
+def test_an_image_given_twice_is_400(server):
+    data = CHELSEA.read_bytes()
+    twice = multipart(('name="image_file"; filename="a.png"', data), ('name="image_file"', data))
+    error = assert_error(post_form(server, *twice), 400)
+    assert "twice" in error["title"]
+
+
+def test_a_long_file_name_is_read(server):
+    name = "a" * 8000 + ".png"
+    response = post_form(
+        server, *multipart((f'name="image_file"; filename="{name}"', CHELSEA.read_bytes()))
+    )
+    assert response.status_code == 200, response.text
+
+
+# -- limits at the door -----------------------------------------------------------------
+
+
+def raw_exchange(port: int, head: bytes, body: bytes = b"", wait: float = 30.0) -> tuple:
+    """Send ``head`` (and ``body``) on a raw connection; the status line and the seconds
+    until it came."""
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        sock.sendall(head + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    return answer.split(b"\r\n", 1)[0].decode(), time.monotonic() - start
+
+
+def test_an_over_limit_content_length_is_refused_before_the_body(server):
+    """No 100 Continue for a body that will be refused, and no wait for 10 GB to come."""
+    head = b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n"
+    status, seconds = raw_exchange(
+        server.port, head % b"/api/remove" + b"Expect: 100-continue\r\n\r\n"
+    )
+    assert status.endswith("413 Request Entity Too Large"), status
+    assert seconds < 5
+    form = b"Content-Type: multipart/form-data; boundary=b\r\n\r\n"
+    status, seconds = raw_exchange(server.port, head % b"/v1.0/removebg" + form, b"x" * 100_000)
+    assert status.endswith("400 Bad Request"), status  # remove.bg's file_too_large is 400
+    assert seconds < 10
+
+
+@pytest.fixture(scope="module")
+def strict(u2netp_path: Path) -> Iterator[Server]:
+    """A server with a key and a one-second limit."""
+    with running("--api-key", "k3y", "--timeout", "1", "--workers", "1") as s:
+        yield s
+
+
+def test_a_request_past_the_timeout_is_503_with_retry_after(strict):
+    big = io.BytesIO()
+    Image.open(SAMPLE).resize((3000, 3500)).save(big, "JPEG")
+    with strict.client() as c:
+        for response in (
+            c.post("/api/remove", content=big.getvalue()),
+            c.post("/v1.0/removebg", files={"image_file": ("big.jpg", big.getvalue())}),
+        ):
+            error = assert_error(response, 503)
+            assert error["code"] == "timeout"
+            assert int(response.headers["retry-after"]) >= 1
+    # The server is still serving once the work nobody waits for is done (one worker).
+    deadline = time.monotonic() + 120
+    with strict.client() as c:
+        while (status := c.post("/api/remove", content=CHELSEA.read_bytes()).status_code) != 200:
+            assert status == 503 and time.monotonic() < deadline, status
+            time.sleep(1)
+
+
+def test_a_client_without_a_key_that_trickles_its_body_is_answered(strict):
+    """Refusals read at most a few seconds of the body, then answer and close."""
+    head = (
+        b"POST /v1.0/removebg HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n"
+        b"Content-Type: multipart/form-data; boundary=b\r\n\r\n"
+    )
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", strict.port), timeout=30) as sock:
+        sock.sendall(head)
+        sock.settimeout(0.1)
+        answer = b""
+        while time.monotonic() - start < 25 and not answer:
+            with contextlib.suppress(OSError):
+                sock.sendall(b"x" * 100)
+            with contextlib.suppress(socket.timeout):
+                answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
+    assert time.monotonic() - start < 10
+    with httpx.Client(base_url=strict.url, timeout=30) as bare:
+        assert_error(bare.post("/api/remove", content=CHELSEA.read_bytes()), 401)
+        wrong = {"X-Api-Key": "nope"}
+        error = assert_error(
+            bare.post("/v1.0/removebg", files={"image_file": ("c.png", b"x")}, headers=wrong), 403
+        )
+        assert error["code"] == "auth_failed"
+
+
+def test_the_start_up_line_is_a_url_for_ipv6_hosts():
+    from bgremover.serve import url_of
+
+    assert url_of("::1", 5000) == "http://[::1]:5000"
+    assert url_of("[::1]", 5000) == "http://[::1]:5000"
+    assert url_of("127.0.0.1", 80) == "http://127.0.0.1:80"
+    assert url_of("localhost", 80) == "http://localhost:80"
+
+
+def test_the_default_megapixel_limit_fits_in_half_the_memory():
+    from bgremover.serve import BYTES_PER_PIXEL, memory_megapixels
+
+    assert memory_megapixels(64 * 2**30) == 250  # a large machine keeps the imaging limit
+    two_gb = memory_megapixels(2 * 2**30)
+    assert two_gb * 1e6 * BYTES_PER_PIXEL <= 2**30 < (two_gb + 1) * 1e6 * BYTES_PER_PIXEL
+
+
+def peak_rss(pid: int) -> int:
+    """A process's peak resident memory in bytes (Linux)."""
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+def test_an_image_costs_at_most_the_stated_bytes_per_pixel(u2netp_path):
+    """The default megapixel limit is derived from BYTES_PER_PIXEL: check it holds for a
+    small upload that decodes to 30 megapixels (a PNG of zeros of a few KB)."""
+    from bgremover.serve import BYTES_PER_PIXEL
+
+    bomb = png_declaring(6000, 5000)
+    with running("--workers", "1") as s, s.client() as c:
+        assert c.post("/api/remove", content=CHELSEA.read_bytes()).status_code == 200
+        idle = peak_rss(s.proc.pid)
+        assert c.post("/api/remove", content=bomb).status_code == 200
+        per_pixel = (peak_rss(s.proc.pid) - idle) / (6000 * 5000)
+    assert per_pixel <= BYTES_PER_PIXEL, per_pixel

@@ -13,8 +13,16 @@ the server/CLI throughput ratio. Every 200 is checked: all answers for one photo
 the same bytes, and those decode to the CLI's output pixels for that photo.
 
 ``--faults`` mixes in, one request in five: truncated files (400), a 900-megapixel
-PNG of a few KB (413), a 60 MB body (413), malformed multipart (400), and good photos
-uploaded slowly (200, checked like the others).
+PNG of a few KB (413), a 60 MB body (413), malformed multipart (400), good photos
+uploaded slowly (200, checked like the others), a looping EPS (400: never given to
+Ghostscript), a photo in a part without a file name (200, checked), the photo given
+twice (400), a body trickled without the API key (403 within a few seconds) and an
+upload trickled past the server's ``--timeout`` (408). The server then needs a key,
+which every other request sends, and runs with ``--timeout`` ``--fault-timeout``.
+Each fault is answered with its status within its limit, or counts as wrong.
+
+``--strace`` runs the server under ``strace -f -e trace=connect`` and counts every
+``connect()`` to anything but loopback or a unix socket (there must be none).
 """
 
 from __future__ import annotations
@@ -22,9 +30,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import hashlib
 import io
+import ipaddress
+import math
 import os
+import re
 import signal
 import socket
 import statistics
@@ -44,6 +56,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bgremover.imaging import walk_images  # noqa: E402
+from bgremover.serve import DISCARD_SECONDS  # noqa: E402
+
+KEY = "load-test-key"
+LOOPING_EPS = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 64 64\n{ } loop\n"
 
 
 def free_port() -> int:
@@ -64,11 +80,15 @@ def png_declaring(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
 
 
-def start_server(args: argparse.Namespace, port: int) -> subprocess.Popen:
+def start_server(args: argparse.Namespace, port: int, trace: Path | None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "bgremover", "serve", "--port", str(port), "-m", args.model]
     cmd += ["--queue", str(args.queue if args.queue is not None else args.concurrency)]
     if args.workers:
         cmd += ["--workers", str(args.workers)]
+    if args.faults:
+        cmd += ["--api-key", KEY, "--timeout", str(args.fault_timeout)]
+    if trace is not None:
+        cmd = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", str(trace), *cmd]
     proc = subprocess.Popen(cmd, cwd=ROOT)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -111,7 +131,18 @@ class Load:
             ("huge body", 413),
             ("malformed multipart", 400),
             ("slow upload", 200),
+            ("looping eps", 400),
+            ("no file name", 200),
+            ("image twice", 400),
+            ("trickle without key", 403),
+            ("past the timeout", 408),
         ]
+        #: The seconds within which each fault must be answered (others: the timeout).
+        self.within = {
+            "looping eps": 10.0,
+            "trickle without key": DISCARD_SECONDS + 5.0,
+            "past the timeout": args.fault_timeout + 5.0,
+        }
         self.bomb = bomb
 
     def plan(self, i: int) -> tuple[str, int, int]:
@@ -150,7 +181,7 @@ class Load:
                     + data[:1000],
                     headers={"Content-Type": "multipart/form-data; boundary=abc"},
                 )
-            else:  # slow upload: the photo in 20 pieces over about a second
+            elif kind == "slow upload":  # the photo in 20 pieces over about a second
 
                 async def slowly():
                     step = max(1, len(data) // 20)
@@ -159,14 +190,42 @@ class Load:
                         yield data[k : k + step]
 
                 r = await client.post("/api/remove", content=slowly())
-            status = r.status_code
+            elif kind == "looping eps":
+                r = await client.post(
+                    "/v1.0/removebg", files={"image_file": ("loop.eps", LOOPING_EPS)}
+                )
+            elif kind in ("no file name", "image twice"):
+                name = self.photos[photo].name
+                parts = [(b'name="image_file"', data), (b'name="format"', b"png")]
+                if kind == "image twice":
+                    parts.insert(0, (b'name="image_file"; filename="%s"' % name.encode(), data))
+                body = b"".join(
+                    b"--xyz\r\nContent-Disposition: form-data; %s\r\n\r\n%s\r\n" % part
+                    for part in parts
+                )
+                r = await client.post(
+                    "/v1.0/removebg",
+                    content=body + b"--xyz--\r\n",
+                    headers={"Content-Type": "multipart/form-data; boundary=xyz"},
+                )
+            elif kind == "trickle without key":
+                r = None
+                status = await self.trickle(with_key=False)
+            else:  # past the timeout: the same trickle with the key
+                r = None
+                status = await self.trickle(with_key=True)
+            if r is not None:
+                status = r.status_code
         except httpx.HTTPError as exc:
             status = f"transport error ({type(exc).__name__})"
             r = None
-        self.latencies.append(time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        self.latencies.append(seconds)
         self.statuses[status] += 1
         if status != expected and not (status == 429 and not self.args.faults):
             self.wrong.append(f"request {i} ({kind}): {status}, expected {expected}")
+        elif seconds > self.within.get(kind, math.inf):
+            self.wrong.append(f"request {i} ({kind}): answered after {seconds:.1f} s")
         if status == 200 and r is not None:
             self.hashes[photo].add(hashlib.sha256(r.content).hexdigest())
             self.samples.setdefault(photo, r.content)
@@ -174,9 +233,40 @@ class Load:
         if self.done == 200:
             self.rss_200 = rss_of((await client.get("/metrics")).text)
 
+    async def trickle(self, with_key: bool) -> int | str:
+        """A body of 5 MB announced and sent 100 bytes at a time: the answer's status."""
+        host, port = self.url.removeprefix("http://").rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        head = (
+            "POST /v1.0/removebg HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n"
+            "Content-Type: multipart/form-data; boundary=b\r\n"
+            + (f"X-Api-Key: {KEY}\r\n" if with_key else "")
+            + "\r\n"
+        )
+        writer.write(head.encode())
+        answer = b""
+        give_up = time.monotonic() + self.args.fault_timeout + 30
+        try:
+            while time.monotonic() < give_up:
+                with contextlib.suppress(OSError):
+                    writer.write(b"x" * 100)
+                    await writer.drain()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    answer = await asyncio.wait_for(reader.read(65536), 0.1)
+                    break
+        finally:
+            writer.close()
+        try:
+            return int(answer.split(b" ", 2)[1])
+        except (IndexError, ValueError):
+            return f"no answer ({answer[:40]!r})"
+
     async def run(self, n: int) -> float:
         limits = httpx.Limits(max_connections=self.args.concurrency)
-        async with httpx.AsyncClient(base_url=self.url, timeout=300, limits=limits) as client:
+        headers = {"X-Api-Key": KEY} if self.args.faults else {}
+        async with httpx.AsyncClient(
+            base_url=self.url, timeout=300, limits=limits, headers=headers
+        ) as client:
             for k in range(len(self.photos)):  # warm-up: each photo once
                 await client.post("/api/remove", content=self.data[k])
             queue: asyncio.Queue = asyncio.Queue()
@@ -209,6 +299,19 @@ def cli_batch(args, photos: list[Path], out: Path) -> tuple[float, int]:
     return time.perf_counter() - t0, len(photos) * args.cli_copies
 
 
+def outbound_connects(log: str) -> list[str]:
+    """The lines of an strace log that connect to anything but loopback or a unix socket."""
+    found = []
+    for line in log.splitlines():
+        if "connect(" not in line or "AF_UNIX" in line:
+            continue
+        address = re.search(r'inet_(?:addr|pton)\((?:AF_INET6, )?"([^"]+)"', line)
+        loopback = address is not None and ipaddress.ip_address(address.group(1)).is_loopback
+        if not loopback or "htons(53)" in line:
+            found.append(line.strip())
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", nargs="+", type=Path)
@@ -220,6 +323,10 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--model", default="u2netp")
     parser.add_argument("--faults", action="store_true")
+    parser.add_argument(
+        "--fault-timeout", type=float, default=30.0, help="server --timeout with --faults"
+    )
+    parser.add_argument("--strace", action="store_true", help="count outbound connect() calls")
     parser.add_argument("--cli-copies", type=int, default=4)
     args = parser.parse_args()
 
@@ -229,7 +336,8 @@ def main() -> int:
     print(f"{len(photos)} photos, {args.requests} requests, concurrency {args.concurrency}"
           + (", with faults" if args.faults else ""))  # fmt: skip
     port = free_port()
-    proc = start_server(args, port)
+    trace = Path(tempfile.mkdtemp(prefix="serve-load-trace-")) / "connect.log"
+    proc = start_server(args, port, trace if args.strace else None)
     try:
         load = Load(args, photos, f"http://127.0.0.1:{port}")
         elapsed = asyncio.run(load.run(args.requests))
@@ -249,6 +357,11 @@ def main() -> int:
     growth = (load.rss_end - load.rss_200) / 1e6
     print(f"server RSS at request 200: {load.rss_200 / 1e6:.1f} MB, at the end: "
           f"{load.rss_end / 1e6:.1f} MB (growth {growth:+.1f} MB); exit code {code}")  # fmt: skip
+
+    if args.strace:
+        outbound = outbound_connects(trace.read_text(errors="replace"))
+        print(f"connect() calls to anything but loopback or unix sockets: {len(outbound)}")
+        load.wrong += [f"outbound: {line}" for line in outbound]
 
     with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
         seconds, images = cli_batch(args, photos, Path(tmp))
