@@ -26,13 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 
 from .atomic import Claim, remove_leftovers, windows_long_path
 from .compose import ComposeOptions
 from .errors import BgRemoverError, DiskFullError, ModelError
 from .guard import GuardCheck
-from .imaging import LoadedImage, read_image
+from .imaging import LoadedImage, probe, read_image
 from .output import (
     DONE,
     MISSING,
@@ -166,12 +165,14 @@ class _Budget:
 
 
 def _pixels(path: Path) -> int:
-    """The image's pixel count from its header (no decoding); 0 if it cannot be read."""
+    """The image's pixel count from its header (no decoding); 0 if it cannot be read
+    (reading it then fails with the reason). The header is read through the same
+    allow-list as the pixels, so a refused format is never handed to Pillow here either."""
     try:
-        with Image.open(path) as img:
-            return img.width * img.height
+        _, width, height = probe(path)
     except Exception:
         return 0
+    return width * height
 
 
 @dataclass

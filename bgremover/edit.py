@@ -470,7 +470,9 @@ def apply_box(
 
 def _load_mask(op: Operation, shape: Sequence[int]) -> np.ndarray:
     try:
-        img = Image.open(io.BytesIO(op.mask_png))
+        # Always a PNG (Operation.load writes it), but an edits file may come from anyone:
+        # Pillow is allowed no other decoder, so no other format can get in this way.
+        img = Image.open(io.BytesIO(op.mask_png), formats=["PNG"])
         img.load()
     except (OSError, ValueError) as exc:
         raise EditsError(f"The loaded mask in these edits could not be decoded: {exc}.") from exc

@@ -187,7 +187,8 @@ def _tiff_record(path: Path) -> SourceRecord | None:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with _quiet(), Image.open(path) as img:  # a damaged directory: no record
+        # Only the TIFF decoder: the file at an output's path may be anything.
+        with _quiet(), Image.open(path, formats=["TIFF"]) as img:  # damaged: no record
             tags = getattr(img, "tag_v2", None)
             xmp = tags.get(_TIFF_XMP) if tags is not None else None
     except (UnidentifiedImageError, SyntaxError, ValueError, EOFError):
@@ -239,7 +240,7 @@ def _tiff_complete(path: Path) -> bool:
 
     size = path.stat().st_size
     try:
-        with _quiet(), Image.open(path) as img:  # a damaged directory: not whole
+        with _quiet(), Image.open(path, formats=["TIFF"]) as img:  # damaged: not whole
             tags = getattr(img, "tag_v2", None)
             if img.format != "TIFF" or tags is None:
                 return False

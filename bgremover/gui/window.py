@@ -45,8 +45,14 @@ from PySide6.QtWidgets import (
 from .. import __version__
 from ..atomic import write_atomically
 from ..edit import Box, Operation, mask_from_image
-from ..errors import AmbiguousFamilyError, BgRemoverError, EditsError, ModelError
-from ..imaging import IMAGE_EXTENSIONS, LoadedImage, from_array, walk_images
+from ..errors import (
+    AmbiguousFamilyError,
+    BgRemoverError,
+    EditsError,
+    ImageReadError,
+    ModelError,
+)
+from ..imaging import IMAGE_EXTENSIONS, LoadedImage, from_array, open_image, walk_images
 from ..models import DEFAULT_MODEL, REGISTRY, ModelStore
 from ..output import FORMATS, format_for_path
 from ..pipeline import EngineConfig, Result
@@ -1292,16 +1298,23 @@ class MainWindow(QMainWindow):
         h, w = entry.processed.result.mask.shape
 
         def read(ctx) -> Operation:
-            from PIL import Image
-
+            advice = "Choose a mask image (white kept, black removed) or a cutout PNG."
             try:
-                with Image.open(path) as img:
+                # Through the allow-list of formats, as photos are: an EPS given as a
+                # mask is refused in the same words and never reaches Ghostscript.
+                with open_image(path) as img:
                     img.load()
                     return Operation.load(mask_from_image(img, (h, w)))
+            except ImageReadError as exc:
+                raise EditsError(
+                    f"{path.name} could not be read as a mask. {exc.message}",
+                    fix=exc.fix or advice,
+                    app_fix=exc.app_fix or advice,
+                    technical=exc.technical,
+                ) from exc
             except (OSError, ValueError) as exc:
                 raise EditsError(
-                    f"{path.name} could not be read as a mask: {exc}.",
-                    fix="Choose a mask image (white kept, black removed) or a cutout PNG.",
+                    f"{path.name} could not be read as a mask: {exc}.", fix=advice
                 ) from exc
 
         def ended(end: JobEnd) -> None:
