@@ -744,20 +744,14 @@ class Engine:
 
     def dimensions(self, data: bytes) -> tuple[int, int]:
         """The image's size from its header, refusing images over the megapixel limit."""
-        from PIL import Image, UnidentifiedImageError
-
-        from .imaging import MAX_MEGAPIXELS_ENV
+        from .imaging import MAX_MEGAPIXELS_ENV, probe
 
         try:
-            with Image.open(io.BytesIO(data)) as img:
-                width, height = img.size
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
-            raise ApiError(
-                400,
-                "The upload is not an image bgremover can read.",
-                "invalid_file",
-                "Send a JPEG, PNG, WebP, TIFF, BMP or GIF file.",
-            ) from None
+            # The allow-listed decoders only, chosen by the signature: an EPS or a PDF is
+            # refused here, never handed to a plugin that would run Ghostscript.
+            _, width, height = probe(data, name="the uploaded image")
+        except ImageReadError as exc:
+            raise ApiError(400, exc.message, "invalid_file", exc.fix) from None
         megapixels = width * height / 1e6
         if megapixels > self.max_megapixels:
             raise ApiError(

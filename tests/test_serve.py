@@ -768,3 +768,32 @@ def test_an_image_costs_at_most_the_stated_bytes_per_pixel(u2netp_path):
         assert c.post("/api/remove", content=bomb).status_code == 200
         per_pixel = (peak_rss(s.proc.pid) - idle) / (6000 * 5000)
     assert per_pixel <= BYTES_PER_PIXEL, per_pixel
+
+
+LOOPING_EPS = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 64 64\n{ } loop\n"
+
+
+def test_postscript_uploads_are_refused_without_running_ghostscript(tmp_path, u2netp_path):
+    """A looping EPS held a worker for ever in Ghostscript; now no decoder runs it."""
+    bin_dir, marker = tmp_path / "bin", tmp_path / "gs-ran"
+    bin_dir.mkdir()
+    fake = bin_dir / "gs"
+    fake.write_text(f"#!/bin/sh\ntouch {marker}\nsleep 600\n")
+    fake.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    s = start("--workers", "1", env={"PATH": path})
+    try:
+        with s.client() as c:
+            for _ in range(4):  # more than the workers: none is held
+                start_time = time.monotonic()
+                error = assert_error(
+                    c.post("/v1.0/removebg", files={"image_file": ("loop.eps", LOOPING_EPS)}),
+                    400,
+                )
+                assert time.monotonic() - start_time < 10
+                assert "Ghostscript" in error["title"], error
+                assert_error(c.post("/api/remove", content=b"%PDF-1.4\n%\xe2\xe3\n"), 400)
+            assert c.post("/api/remove", content=CHELSEA.read_bytes()).status_code == 200
+    finally:
+        stop(s)
+    assert not marker.exists()

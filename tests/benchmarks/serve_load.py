@@ -88,7 +88,17 @@ def start_server(args: argparse.Namespace, port: int, trace: Path | None) -> sub
     if args.faults:
         cmd += ["--api-key", KEY, "--timeout", str(args.fault_timeout)]
     if trace is not None:
-        cmd = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", str(trace), *cmd]
+        cmd = [
+            "strace",
+            "-f",
+            "--seccomp-bpf",
+            "-qq",
+            "-e",
+            "trace=connect",
+            "-o",
+            str(trace),
+            *cmd,
+        ]
     proc = subprocess.Popen(cmd, cwd=ROOT)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
