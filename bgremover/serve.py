@@ -887,7 +887,7 @@ class State:
 #: client still sending reads the answer instead of a reset connection: at most this
 #: many bytes, for at most this many seconds (a client that trickles its body is answered
 #: all the same), then the answer and the connection closed.
-DISCARD_LIMIT = 32 * 1024 * 1024
+DISCARD_LIMIT = 256 * 1024 * 1024  # a client sending fast is read to its end
 DISCARD_SECONDS = 2.0
 REMOVEBG = "/v1.0/removebg"
 

@@ -12,11 +12,11 @@ and at the end. Then times ``bgremover remove`` on the same photos (each photo
 the server/CLI throughput ratio. Every 200 is checked: all answers for one photo are
 the same bytes, and those decode to the CLI's output pixels for that photo.
 
-``--faults`` mixes in, one request in five: truncated files (400), a 900-megapixel
-PNG of a few KB (413), a 60 MB body (413), malformed multipart (400), good photos
-uploaded slowly (200, checked like the others), a looping EPS (400: never given to
-Ghostscript), a photo in a part without a file name (200, checked), the photo given
-twice (400), a body trickled without the API key (403 within a few seconds) and an
+``--faults`` mixes in, one request in five: truncated files (400), a 900-megapixel PNG
+of a few KB (400, remove.bg's status), a 60 MB body (413), malformed multipart (400),
+good photos uploaded slowly (200, checked like the others), a looping EPS (400: never
+given to Ghostscript), a photo in a part without a file name (200, checked), the photo
+given twice (400), a body trickled without the API key (403 within a few seconds) and an
 upload trickled past the server's ``--timeout`` (408). The server then needs a key,
 which every other request sends, and runs with ``--timeout`` ``--fault-timeout``.
 Each fault is answered with its status within its limit, or counts as wrong.
@@ -154,7 +154,7 @@ class Load:
         bomb = png_declaring(30000, 30000)
         self.faults = [
             ("truncated", 400),
-            ("bomb", 413),
+            ("bomb", 400),  # remove.bg's endpoint: 400 image_too_large
             ("huge body", 413),
             ("malformed multipart", 400),
             ("slow upload", 200),
