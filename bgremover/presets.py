@@ -6,7 +6,9 @@ A preset is a table of export options spelled as on the command line
 :class:`~bgremover.compose.ComposeOptions` and an output format, so a preset, the
 command line's flags and the app's Export panel are read by the same code. User
 presets are TOML (or JSON) files in the presets folder (:func:`presets_dir`), one
-per preset, named after it; a user preset with a built-in's name replaces it.
+per preset, named after it. Built-in presets are never changed: a user preset saved
+under a built-in's name is used instead of it until it is removed (:func:`remove_preset`),
+and saving over any existing preset has to say so (``replace=True``).
 """
 
 from __future__ import annotations
@@ -87,7 +89,9 @@ BUILTIN: dict[str, dict[str, Any]] = {
     },
 }
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: What a preset's name may be (it names its file).
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+_NAME = re.compile(f"^{NAME_PATTERN}$")
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,11 @@ class Preset:
     @property
     def builtin(self) -> bool:
         return self.path is None
+
+    @property
+    def shadows_builtin(self) -> bool:
+        """A user preset used instead of the built-in of its name."""
+        return not self.builtin and self.name in BUILTIN
 
     def summary(self) -> str:
         """The options it sets, as one line: ``background=white crop canvas=2000x2000``."""
@@ -130,21 +139,34 @@ def presets_dir() -> Path:
     return Path(platformdirs.user_config_dir("bgremover", appauthor=False)) / "presets"
 
 
-def load_presets(folder: Path | None = None) -> dict[str, Preset]:
-    """Built-in presets, then the user's (a user file replaces a built-in of its name).
-
-    A file that cannot be read or holds a bad option is a :class:`UsageError` naming it.
-    """
-    found = {
+def builtin_presets() -> dict[str, Preset]:
+    """The presets bgremover ships, by name."""
+    return {
         name: Preset(name, str(values["description"]), _without_description(values))
         for name, values in BUILTIN.items()
     }
-    folder = presets_dir() if folder is None else folder
-    if folder.is_dir():
-        for path in sorted(folder.iterdir()):
-            if path.suffix.lower() in (".toml", ".json") and not path.name.startswith("."):
-                preset = read_preset(path)
-                found[preset.name] = preset
+
+
+def _user_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return [
+        path
+        for path in sorted(folder.iterdir())
+        if path.suffix.lower() in (".toml", ".json") and not path.name.startswith(".")
+    ]
+
+
+def load_presets(folder: Path | None = None) -> dict[str, Preset]:
+    """Built-in presets, then the user's (a user file is used instead of a built-in of
+    its name, which comes back when the file is removed).
+
+    A file that cannot be read or holds a bad option is a :class:`UsageError` naming it.
+    """
+    found = builtin_presets()
+    for path in _user_files(presets_dir() if folder is None else folder):
+        preset = read_preset(path)
+        found[preset.name] = preset
     return found
 
 
@@ -180,9 +202,18 @@ def read_preset(path: Path) -> Preset:
 
 
 def save_preset(
-    name: str, values: Mapping[str, Any], description: str = "", folder: Path | None = None
+    name: str,
+    values: Mapping[str, Any],
+    description: str = "",
+    folder: Path | None = None,
+    replace: bool = False,
 ) -> Path:
-    """Write a user preset as TOML (atomically); the file's path."""
+    """Write a user preset as TOML (atomically); the file's path.
+
+    A name that is already a preset's (the user's or a built-in's) is refused unless
+    ``replace``: the caller asks first. A built-in itself is never changed: the file
+    saved under its name is used instead of it until :func:`remove_preset`.
+    """
     if not _NAME.match(name):
         raise UsageError(
             f"{name!r} cannot be a preset's name.",
@@ -190,6 +221,12 @@ def save_preset(
         )
     options_from(values)  # refuse what could not be read back
     folder = presets_dir() if folder is None else folder
+    if not replace and (name in BUILTIN or _files_named(folder, name)):
+        what = "a built-in preset" if name in BUILTIN else "one of your presets"
+        raise UsageError(
+            f"{name!r} is already {what}: not saved.",
+            fix="Choose another name, or confirm that yours replaces it.",
+        )
     folder.mkdir(parents=True, exist_ok=True)
     lines = [f"description = {_toml(description)}"] if description else []
     lines += [f"{key} = {_toml(values[key])}" for key in KEYS if key in values]
@@ -197,6 +234,38 @@ def save_preset(
     text = "\n".join(lines) + "\n"
     write_atomically(path, lambda fh: fh.write(text.encode("utf-8")))
     return path
+
+
+def _files_named(folder: Path, name: str) -> list[Path]:
+    return [path for path in _user_files(folder) if path.stem == name]
+
+
+def remove_preset(name: str, folder: Path | None = None) -> list[Path]:
+    """Delete the user's preset ``name`` (its files); the files removed. A built-in of
+    that name is used again. A name that is only built in, or no preset's, is refused."""
+    folder = presets_dir() if folder is None else folder
+    paths = _files_named(folder, name)
+    if not paths:
+        if name in BUILTIN:
+            raise UsageError(
+                f"{name!r} is a built-in preset: it cannot be removed.",
+                fix="Only your own presets can be removed (`bgremover presets` marks them).",
+            )
+        raise UsageError(
+            f"You have no preset called {name!r}.",
+            fix="`bgremover presets` lists your presets with their files.",
+        )
+    for path in paths:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise UsageError(
+                f"The preset file {path} could not be removed: {exc.strerror}.",
+                fix="Check that the presets folder can be written.",
+            ) from None
+    return paths
 
 
 def _toml(value: Any) -> str:

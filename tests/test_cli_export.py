@@ -115,6 +115,26 @@ def test_presets_lists_builtins_and_the_users_own(tmp_path: Path) -> None:
     assert shop["builtin"] is False and shop["options"]["canvas"] == "4:5"
 
 
+def test_a_preset_with_a_builtins_name_is_marked_and_removed_to_get_the_builtin_back(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "presets"
+    folder.mkdir()
+    (folder / "portrait-blur.toml").write_text('background = "black"\n')
+    env = {"BGREMOVER_PRESETS": str(folder)}
+    listed = run_cli("presets", env=env, check=True).stdout
+    assert "used instead of the built-in preset" in listed
+    assert "bgremover presets --remove portrait-blur" in listed
+    proc = run_cli("presets", "--remove", "portrait-blur", env=env, check=True)
+    assert "the built-in preset is used again" in proc.stdout
+    assert not (folder / "portrait-blur.toml").exists()
+    rows = json.loads(run_cli("presets", "--json", env=env, check=True).stdout)
+    blur = next(r for r in rows if r["name"] == "portrait-blur")
+    assert blur["builtin"] is True and blur["options"]["background"] == "blur"
+    refused = run_cli("presets", "--remove", "portrait-blur", env=env)
+    assert refused.returncode == 2 and "cannot be removed" in refused.stderr
+
+
 @pytest.mark.model
 def test_a_user_preset_is_used_by_name(tmp_path: Path, u2netp_path: Path) -> None:
     folder = tmp_path / "presets"

@@ -28,6 +28,7 @@ from bgremover.presets import (
     get_preset,
     load_presets,
     options_from,
+    remove_preset,
     save_preset,
     values_of,
 )
@@ -327,6 +328,28 @@ def test_user_presets_are_saved_as_toml_listed_and_override_builtins(tmp_path: P
         presets["web"].values == {"format": "png", "max_size": 800} and not presets["web"].builtin
     )
     assert options_from(presets["shop"].values)[0].aspect == (4, 5)
+    assert presets["web"].shadows_builtin and not presets["shop"].shadows_builtin
+
+
+def test_saving_over_a_preset_must_say_so_and_a_builtin_comes_back(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="already a built-in preset"):
+        save_preset("portrait-blur", {"background": "black"}, folder=tmp_path)
+    assert not any(tmp_path.iterdir())  # nothing written
+    save_preset("portrait-blur", {"background": "black"}, folder=tmp_path, replace=True)
+    assert load_presets(tmp_path)["portrait-blur"].values == {"background": "black"}
+    assert BUILTIN["portrait-blur"]["background"] == "blur"  # the built-in itself unchanged
+    save_preset("shop", {"crop": True}, folder=tmp_path)
+    with pytest.raises(UsageError, match="already one of your presets"):
+        save_preset("shop", {"crop": False}, folder=tmp_path)
+    assert load_presets(tmp_path)["shop"].values == {"crop": True}
+
+    assert remove_preset("portrait-blur", tmp_path) == [tmp_path / "portrait-blur.toml"]
+    back = load_presets(tmp_path)["portrait-blur"]
+    assert back.builtin and back.values["background"] == "blur"
+    with pytest.raises(UsageError, match="built-in preset: it cannot be removed"):
+        remove_preset("portrait-blur", tmp_path)
+    with pytest.raises(UsageError, match="no preset called 'nope'"):
+        remove_preset("nope", tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,11 @@ import pytest
 from PIL import Image
 
 pytest.importorskip("PySide6")
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDropEvent
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QApplication, QMessageBox
 
+from bgremover.gui.export_panel import PresetNameDialog
 from bgremover.gui.imageconv import qimage_to_rgba
 from bgremover.gui.settings import Settings, export_fields, load_settings, save_settings
 from bgremover.gui.worker import output_pixels
@@ -179,6 +180,71 @@ def test_a_preset_saved_in_the_panel_is_a_user_preset(qtbot, u2netp_path, own_pr
     assert window.export_panel.preset_box.findData("dark-crop") >= 0
     assert window.settings.preset == "dark-crop"
     assert window.export_panel.preset_box.currentData() == "dark-crop"
+
+
+def answer_next_question(button: str) -> list[str]:
+    """Click ``button`` in the next modal question; the list gets its text when asked."""
+    asked: list[str] = []
+
+    def answer() -> None:
+        box = QApplication.activeModalWidget()
+        assert isinstance(box, QMessageBox), box
+        asked.append(box.text())
+        next(b for b in box.buttons() if b.text() == button).click()
+
+    QTimer.singleShot(0, answer)
+    return asked
+
+
+def test_saving_under_a_builtins_name_asks_and_the_builtin_comes_back(
+    qtbot, own_presets: Path
+) -> None:
+    window = make_window(qtbot)
+    panel = window.export_panel
+    choose_preset(window, "portrait-blur")
+    dialog = PresetNameDialog(panel, panel._suggested_name())
+    qtbot.addWidget(dialog)
+    # The name offered is no preset's, and the title is not cut.
+    assert dialog.name_edit.text() == "my-portrait-blur"
+    assert dialog.minimumWidth() > dialog.fontMetrics().horizontalAdvance("Save as Preset") * 2
+    window._apply(background="#000000")
+
+    asked = answer_next_question("Cancel")
+    assert panel.save_as_preset("portrait-blur") is None
+    assert "is a built-in preset" in asked[0]
+    assert not own_presets.exists() or not any(own_presets.iterdir())  # nothing saved
+
+    asked = answer_next_question("Use Mine Instead")
+    path = panel.save_as_preset("portrait-blur")
+    assert asked and path == own_presets / "portrait-blur.toml"
+    mine = load_presets()["portrait-blur"]
+    assert mine.shadows_builtin and mine.values["background"] == "#000000"
+    assert panel.preset_box.currentData() == "portrait-blur"
+    assert panel.remove_preset_button.isEnabled()
+
+    asked = answer_next_question("Replace")  # now one of the user's: replacing asks too
+    window._apply(background="#ffffff")
+    assert panel.save_as_preset("portrait-blur") == path
+    assert "already have a preset" in asked[0]
+    assert load_presets()["portrait-blur"].values["background"] == "#ffffff"
+
+    asked = answer_next_question("Remove")
+    assert panel.remove_chosen_preset()
+    assert "built-in preset of this name is used again" in asked[0]
+    assert not path.exists() and load_presets()["portrait-blur"].builtin
+    assert not panel.remove_preset_button.isEnabled()  # a built-in cannot be removed
+
+
+def test_the_formats_own_quality_reads_the_same_for_every_preset(qtbot) -> None:
+    window = make_window(qtbot)
+    spin = window.export_panel.quality_spin
+    shown = []
+    for name in ("product-white-square", "portrait-blur"):  # quality=92 named, and not
+        choose_preset(window, name)
+        shown.append(spin.text())
+    assert shown == ["92 (default)", "92 (default)"]
+    window._apply(quality=80)
+    assert spin.text() == "80"
 
 
 def test_edit_mode_shows_the_photo_frame_and_the_export_returns(qtbot, u2netp_path) -> None:

@@ -12,19 +12,29 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QDragEnterEvent, QDropEvent, QIcon, QPainter, QPixmap
+from PySide6.QtCore import QRegularExpression, Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QDragEnterEvent,
+    QDropEvent,
+    QIcon,
+    QPainter,
+    QPixmap,
+    QRegularExpressionValidator,
+)
 from PySide6.QtWidgets import (
     QCheckBox,
     QColorDialog,
     QComboBox,
+    QDialog,
+    QDialogButtonBox,
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
+    QLineEdit,
     QMessageBox,
     QPushButton,
     QSpinBox,
@@ -32,11 +42,27 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..compose import DEFAULT_QUALITY, parse_blur, parse_canvas, parse_length, parse_outline
+from ..compose import (
+    DEFAULT_QUALITY,
+    Enlarged,
+    parse_blur,
+    parse_canvas,
+    parse_length,
+    parse_outline,
+)
 from ..errors import UsageError
 from ..imaging import IMAGE_EXTENSIONS, is_image_name
 from ..output import FORMATS
-from ..presets import BUILTIN, Preset, load_presets, options_from, save_preset, values_of
+from ..presets import (
+    NAME_PATTERN,
+    Preset,
+    builtin_presets,
+    load_presets,
+    options_from,
+    remove_preset,
+    save_preset,
+    values_of,
+)
 from .settings import Settings, background_problem, color_text, export_fields
 
 #: The background choices offered at once ("" is transparent); any other colour
@@ -153,6 +179,11 @@ class ExportPanel(QGroupBox):
         self.save_preset_button = QPushButton("Save as Preset…")
         self.save_preset_button.setToolTip("Keep the options below under a name of your own")
         self.save_preset_button.clicked.connect(lambda: self.save_as_preset())
+        self.remove_preset_button = QPushButton("Remove")
+        self.remove_preset_button.setToolTip(
+            "Delete the preset of yours chosen above (a built-in of its name comes back)"
+        )
+        self.remove_preset_button.clicked.connect(lambda: self.remove_chosen_preset())
 
         self.background_box = QComboBox()
         self.background_box.setToolTip(
@@ -267,9 +298,9 @@ class ExportPanel(QGroupBox):
         self.quality_spin = QSpinBox()
         self.quality_spin.setRange(0, 100)
         self.quality_spin.setSpecialValueText("default")
-        # Wide enough for "default (92)", the format's own quality.
+        # Wide enough for "92 (default)", the format's own quality.
         metrics = self.quality_spin.fontMetrics()
-        self.quality_spin.setMinimumWidth(metrics.horizontalAdvance("default (100)") + 36)
+        self.quality_spin.setMinimumWidth(metrics.horizontalAdvance("100 (default)") + 36)
         self.quality_spin.setToolTip(
             "JPEG and WebP quality, 1 (smallest file) to 100 (best); the view shows the result"
         )
@@ -289,12 +320,17 @@ class ExportPanel(QGroupBox):
         self.problem_label.setWordWrap(True)
         self.problem_label.setStyleSheet("color: #b00020;")
         self.problem_label.setVisible(False)
+        # A note, not a problem: the file can be saved, but it will look soft.
+        self.enlarged_label = QLabel("")
+        self.enlarged_label.setWordWrap(True)
+        self.enlarged_label.setStyleSheet("color: #8a5a00;")
+        self.enlarged_label.setVisible(False)
 
         form = QFormLayout(self)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.form = form
         form.addRow("Preset:", self.preset_box)
-        form.addRow("", self.save_preset_button)
+        form.addRow("", _row(self.save_preset_button, self.remove_preset_button))
         form.addRow("Background:", self.background_box)
         form.addRow("Blur strength:", self.blur_spin)
         form.addRow("Image fit:", self.fit_box)
@@ -312,6 +348,7 @@ class ExportPanel(QGroupBox):
         form.addRow("Quality:", _row(self.quality_spin, self.lossless_box))
         form.addRow("", self.strip_box)
         form.addRow(self.problem_label)
+        form.addRow(self.enlarged_label)
 
         self.reload_presets()
         self.show_settings(settings)
@@ -341,29 +378,79 @@ class ExportPanel(QGroupBox):
         self.changed.emit(changes)
 
     def save_as_preset(self, name: str | None = None) -> Path | None:
-        """Save the options shown as a user preset (asking its name); its file, or None."""
+        """Save the options shown as a user preset (asking its name); its file, or None.
+
+        A name that is already a preset's asks first: a built-in is never changed (yours
+        is used instead of it until removed), and one of yours is replaced only when
+        confirmed.
+        """
         if name is None:
-            name, ok = QInputDialog.getText(
-                self,
-                "Save as Preset",
-                "Name (letters, digits, - _ .):",
-                text=self._settings.preset or "my-preset",
-            )
-            if not ok or not name.strip():
+            name = PresetNameDialog.ask(self, self._suggested_name())
+            if name is None:
                 return None
+        name = name.strip()
+        existing = self.presets.get(name)
+        if existing is not None and not self._confirm_replace(existing):
+            return None
         settings = self._settings
         try:
             options = settings.compose(mask_only=False)
             values = values_of(options, settings.output_format)
-            path = save_preset(name.strip(), values, "saved from the app")
+            path = save_preset(name, values, "saved from the app", replace=existing is not None)
         except (UsageError, OSError) as exc:
             message = getattr(exc, "message", str(exc))
             fix = getattr(exc, "fix", "") or "Check the presets folder can be written."
             warn(self, "Preset not saved", f"The preset could not be saved: {message}\n\n{fix}")
             return None
         self.reload_presets()
-        self.changed.emit({"preset": name.strip()})
+        self.changed.emit({"preset": name})
         return path
+
+    def _suggested_name(self) -> str:
+        """A name that is no preset's yet: the chosen preset's with ``my-`` before it."""
+        chosen = self._settings.preset
+        base = f"my-{chosen}" if chosen else "my-preset"
+        name, n = base, 2
+        while name in self.presets:
+            name, n = f"{base}-{n}", n + 1
+        return name
+
+    def _confirm_replace(self, existing: Preset) -> bool:
+        if existing.builtin:
+            text = (
+                f"{existing.name!r} is a built-in preset. Save yours under this name? It will "
+                "be used instead of the built-in one, which is kept: remove yours (Remove, "
+                "beside Save as Preset…) to get the built-in back."
+            )
+            yes = "Use Mine Instead"
+        else:
+            text = (
+                f"You already have a preset called {existing.name!r} ({existing.path}). "
+                "Replace it with the options shown now?"
+            )
+            yes = "Replace"
+        return ask_yes(self, "Preset exists", text, yes)
+
+    def remove_chosen_preset(self, confirm: bool = True) -> bool:
+        """Delete the user's preset chosen in the box (asking first); whether it was."""
+        preset = self.presets.get(self.preset_box.currentData())
+        if preset is None or preset.builtin:
+            return False
+        if preset.shadows_builtin:
+            after = "The built-in preset of this name is used again."
+        else:
+            after = "This cannot be undone."
+        text = f"Delete your preset {preset.name!r} ({preset.path})? {after}"
+        if confirm and not ask_yes(self, "Remove preset", text, "Remove"):
+            return False
+        try:
+            remove_preset(preset.name)
+        except UsageError as exc:
+            warn(self, "Preset not removed", f"{exc.message}\n\n{exc.fix}")
+            return False
+        self.reload_presets()
+        self.changed.emit({"preset": matching_preset(self._settings, self.presets)})
+        return True
 
     def _background_chosen(self, index: int) -> None:
         chosen = self.background_box.itemData(index)
@@ -451,10 +538,7 @@ class ExportPanel(QGroupBox):
             self.presets = load_presets()
             self.preset_problem = ""
         except UsageError as exc:
-            self.presets = {  # the built-in ones
-                name: Preset(name, str(values["description"]), without_description(values))
-                for name, values in BUILTIN.items()
-            }
+            self.presets = builtin_presets()
             self.preset_problem = f"Your presets were not read: {exc.message} {exc.fix}".strip()
         box = self.preset_box
         box.blockSignals(True)
@@ -465,6 +549,13 @@ class ExportPanel(QGroupBox):
             box.setItemData(box.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         box.blockSignals(False)
         self.show_settings(self._settings)
+
+    def show_enlarged(self, enlarged: Enlarged | None) -> None:
+        """Note, under the options, that the image shown is enlarged so much by its canvas
+        that it will look soft (None: it is not)."""
+        text = "" if enlarged is None else f"Note: {enlarged.words()}"
+        self.enlarged_label.setText(text)
+        self.enlarged_label.setVisible(bool(text))
 
     def show_settings(self, settings: Settings) -> None:
         """Show ``settings`` without reporting a change, and what keeps them from being
@@ -511,6 +602,8 @@ class ExportPanel(QGroupBox):
         elif name != CUSTOM and custom >= 0:
             self.preset_box.removeItem(custom)
         select_data(self.preset_box, name)
+        chosen = self.presets.get(name)
+        self.remove_preset_button.setEnabled(chosen is not None and not chosen.builtin)
 
         # Background: a colour (one of its own gets an item), the blur, or an image.
         box = self.background_box
@@ -590,9 +683,10 @@ class ExportPanel(QGroupBox):
         select_data(self.format_box, s.output_format)
         lossy = s.output_format == "jpeg" or (s.output_format == "webp" and not s.lossless)
         self.quality_spin.setEnabled(lossy)
-        self.quality_spin.setValue(s.quality)
         default = DEFAULT_QUALITY.get(s.output_format)
-        self.quality_spin.setSpecialValueText(f"default ({default})" if default else "default")
+        # The format's own quality reads the same whether a preset names it or not.
+        self.quality_spin.setValue(0 if s.quality == default else s.quality)
+        self.quality_spin.setSpecialValueText(f"{default} (default)" if default else "default")
         self.lossless_box.setEnabled(s.output_format == "webp")
         self.lossless_box.setChecked(s.lossless)
         self.strip_box.setChecked(s.strip_metadata)
@@ -615,16 +709,59 @@ def parse_blur_or_none(text: str) -> float | None:
         return 1.0
 
 
-def without_description(values: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in values.items() if key != "description"}
-
-
 def warn(parent: QWidget, title: str, text: str) -> QMessageBox:
     """A warning that blocks nothing (the window stays usable)."""
     box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, parent)
     box.setWindowModality(Qt.WindowModality.NonModal)
     box.show()
     return box
+
+
+def ask_yes(parent: QWidget, title: str, text: str, yes: str) -> bool:
+    """A question whose safe answer (Cancel) is the default; whether ``yes`` was chosen."""
+    box = QMessageBox(
+        QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.NoButton, parent
+    )
+    accept = box.addButton(yes, QMessageBox.ButtonRole.AcceptRole)
+    cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(cancel)
+    box.exec()
+    return box.clickedButton() is accept
+
+
+class PresetNameDialog(QDialog):
+    """Asks a preset's name; OK is offered only for a name presets accept."""
+
+    def __init__(self, parent: QWidget | None, suggested: str) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Save as Preset")
+        self.name_edit = QLineEdit(suggested)
+        self.name_edit.selectAll()
+        self.name_edit.setValidator(QRegularExpressionValidator(QRegularExpression(NAME_PATTERN)))
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        self.name_edit.textChanged.connect(
+            lambda text: buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(
+                bool(text.strip())
+            )
+        )
+        form = QFormLayout(self)
+        form.addRow(QLabel("The export options shown now, under a name of your own."))
+        form.addRow("Name:", self.name_edit)
+        form.addRow(QLabel("Letters, digits, - _ . (up to 64)."))
+        form.addRow(buttons)
+        # Wide enough that window managers do not cut the title ("Save ... Preset").
+        self.setMinimumWidth(max(380, self.fontMetrics().horizontalAdvance("M" * 30)))
+
+    @classmethod
+    def ask(cls, parent: QWidget | None, suggested: str) -> str | None:
+        dialog = cls(parent, suggested)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return None
+        return dialog.name_edit.text().strip() or None
 
 
 def _row(*widgets: QWidget) -> QWidget:
