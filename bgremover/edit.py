@@ -238,7 +238,7 @@ def load_edits(path: Path) -> Edits:
     except (OSError, UnicodeDecodeError) as exc:
         raise EditsError(
             f"Could not read the edits file {path}: {exc}.",
-            fix="Give the path of a file saved with Export Edits in the app.",
+            fix="Give the path of a file saved with Touch Up > Export Edits in the app.",
         ) from exc
     return Edits.from_json(text)
 

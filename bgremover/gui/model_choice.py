@@ -26,7 +26,7 @@ NON_COMMERCIAL_WARNING = (
 def download_question(spec: ModelSpec) -> tuple[str, str]:
     """The text and the details of the question asked before ``spec`` is downloaded."""
     text = f"{spec.name} is not downloaded yet: it is {size_text(spec.bytes, spec.bytes_exact)}."
-    lines = [spec.description, "", f"Licence: {spec.licence}"]
+    lines = [spec.about, "", f"Licence: {spec.licence}"]
     if spec.homepage:
         lines.append(spec.homepage)
     if spec.non_commercial:
@@ -64,7 +64,7 @@ def model_label(
 
 def model_tooltip(spec: ModelSpec) -> str:
     """What the model list's tooltip says of a registry model: what it is, its licence."""
-    lines = [spec.description, f"Licence: {spec.licence}"]
+    lines = [spec.about, f"Licence: {spec.licence}"]
     if spec.non_commercial:
         lines.append(NON_COMMERCIAL_WARNING)
     return "\n".join(lines)

@@ -173,6 +173,12 @@ def unreachable_display_message(display: str) -> str:
     )
 
 
+def apt_install() -> str:
+    """The apt command that works for this user: root has no ``sudo`` in most containers."""
+    as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    return "apt-get install" if as_root else "sudo apt-get install"
+
+
 def missing_libraries_message(platform: str, missing: Sequence[str]) -> str:
     packages, unknown = debian_packages(missing)
     lines = [
@@ -181,7 +187,7 @@ def missing_libraries_message(platform: str, missing: Sequence[str]) -> str:
     ]
     if packages:
         lines.append(
-            "  On Debian or Ubuntu install them with: sudo apt-get install " + " ".join(packages)
+            f"  On Debian or Ubuntu install them with: {apt_install()} " + " ".join(packages)
         )
     if unknown:
         lines.append(f"  (no Debian package known for {', '.join(unknown)})")
