@@ -33,10 +33,8 @@ import collections
 import contextlib
 import hashlib
 import io
-import ipaddress
 import math
 import os
-import re
 import signal
 import socket
 import statistics
@@ -54,6 +52,9 @@ from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from tracing import contacts, is_local  # noqa: E402
 
 from bgremover.imaging import walk_images  # noqa: E402
 from bgremover.serve import DISCARD_SECONDS  # noqa: E402
@@ -326,19 +327,6 @@ def cli_batch(args, photos: list[Path], out: Path) -> tuple[float, int]:
     return time.perf_counter() - t0, len(photos) * args.cli_copies
 
 
-def outbound_connects(log: str) -> list[str]:
-    """The lines of an strace log that connect to anything but loopback or a unix socket."""
-    found = []
-    for line in log.splitlines():
-        if "connect(" not in line or "AF_UNIX" in line:
-            continue
-        address = re.search(r'inet_(?:addr|pton)\((?:AF_INET6, )?"([^"]+)"', line)
-        loopback = address is not None and ipaddress.ip_address(address.group(1)).is_loopback
-        if not loopback or "htons(53)" in line:
-            found.append(line.strip())
-    return found
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", nargs="+", type=Path)
@@ -389,9 +377,9 @@ def main() -> int:
           f"{load.rss_end / 1e6:.1f} MB (growth {growth:+.1f} MB); exit code {code}")  # fmt: skip
 
     if args.strace:
-        outbound = outbound_connects(trace.read_text(errors="replace"))
+        outbound = [c for c in contacts(trace) if not is_local(c)]
         print(f"connect() calls to anything but loopback or unix sockets: {len(outbound)}")
-        load.wrong += [f"outbound: {line}" for line in outbound]
+        load.wrong += [f"outbound: {c.line.strip()}" for c in outbound]
 
     with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
         seconds, images = cli_batch(args, photos, Path(tmp))
