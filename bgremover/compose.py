@@ -36,9 +36,25 @@ from .errors import UsageError
 
 RGBA = tuple[int, int, int, int]
 
-#: Alpha (0-255) above which a pixel belongs to the subject for crop's bounding box:
-#: faint halo and noise of a few levels stay out of the box.
+#: Alpha (0-255) above which a pixel shows at all: noise of a few levels is nothing.
 SUBJECT_THRESHOLD = 10
+#: Alpha at or above which a pixel is more subject than background. The subject's parts
+#: are the connected regions of such pixels (of half the alpha's peak where nothing
+#: reaches this level: a faint subject is still the subject).
+CORE_LEVEL = 128
+#: A part belongs to the subject when it holds at least this share of the largest part's
+#: alpha mass, or lies inside the box of the parts that do; a smaller part outside that
+#: box is a leftover of the background (a fleck, a remnant of a sign behind a person).
+PART_SHARE = 0.05
+#: How far past its parts the subject's soft edge reaches, as a share of their box's long
+#: side: fainter alpha farther out is left out of the box (haze, ghosts of the background).
+EDGE_REACH = 0.03
+#: The long side, in pixels, at which the parts are found (the box itself is exact): a
+#: part smaller than a pixel there decides no framing.
+SUBJECT_WORK = 1024
+#: A canvas that enlarges the subject more than this many times gets a note (it will
+#: look soft: a 100-pixel subject on a 2000-pixel square is a blur).
+ENLARGE_NOTE = 2.0
 #: How a background image covers the output: scaled to cover it and cut (fill), scaled
 #: to fit inside it with bars (fit), or distorted to its size (stretch).
 FITS = ("fill", "fit", "stretch")
@@ -109,7 +125,7 @@ class ComposeOptions:
     #: Re-estimate the subject's colour in semi-transparent pixels (hair) so that
     #: no tint of the old background shows on a new one.
     decontaminate: bool = False
-    #: Cut the output to the subject's bounding box (alpha above SUBJECT_THRESHOLD).
+    #: Cut the output to the subject's bounding box (see :func:`find_subject`).
     crop: bool = False
     #: Space around the subject: with crop, added around its box (a percentage of the
     #: box's long side); on a canvas, kept free at each side (of the canvas's short side).
@@ -340,27 +356,113 @@ class Layout:
         return (x - self.box[0]) * self.scale, (y - self.box[1]) * self.scale
 
 
-def subject_box(alpha: np.ndarray) -> tuple[int, int, int, int] | None:
-    """The bounding box (x0, y0, x1, y1; exclusive ends) of alpha above the threshold."""
-    solid = alpha > SUBJECT_THRESHOLD
-    rows = np.flatnonzero(solid.any(axis=1))
+@dataclass(frozen=True)
+class Subject:
+    """What of an alpha is the subject, for crop and canvas (see :func:`find_subject`)."""
+
+    #: x0, y0, x1, y1 (exclusive ends) in the alpha's pixels; None when nothing shows.
+    box: tuple[int, int, int, int] | None
+    #: The pixels that show but are no part of the subject (the alpha's size); None when
+    #: there are none. A crop clears them, so what the box leaves out does not show.
+    leftover: np.ndarray | None = None
+
+
+def _bounds(mask: np.ndarray) -> tuple[int, int, int, int] | None:
+    rows = np.flatnonzero(mask.any(axis=1))
     if rows.size == 0:
         return None
-    cols = np.flatnonzero(solid[rows[0] : rows[-1] + 1].any(axis=0))
+    cols = np.flatnonzero(mask[rows[0] : rows[-1] + 1].any(axis=0))
     return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
 
 
-def layout(alpha: np.ndarray, options: ComposeOptions) -> Layout:
+def find_subject(alpha: np.ndarray) -> Subject:
+    """The subject's box and the leftovers outside it, by alpha mass and connectivity.
+
+    The parts are the connected regions of alpha at CORE_LEVEL or more. The subject is
+    the parts that hold PART_SHARE of the largest one's mass (the sum of their alpha),
+    and any part inside their box; its box reaches EDGE_REACH further for the soft edge
+    (hair), never to alpha that is connected to no part of the subject. Faint alpha
+    farther out, and the small parts outside, are leftovers: they neither widen the box
+    nor (as :func:`placed_alpha` clears them) show on the output.
+    """
+    visible = alpha > SUBJECT_THRESHOLD
+    plain = _bounds(visible)
+    if plain is None:
+        return Subject(None)
+    height, width = alpha.shape
+    factor = min(1.0, SUBJECT_WORK / max(width, height))
+    small = alpha
+    if factor < 1.0:
+        size = (max(1, round(width * factor)), max(1, round(height * factor)))
+        small = cv2.resize(alpha, size, interpolation=cv2.INTER_AREA)
+    peak = int(small.max())
+    if peak <= SUBJECT_THRESHOLD:  # a subject smaller than a working pixel: take it all
+        return Subject(plain)
+    level = min(CORE_LEVEL, max(SUBJECT_THRESHOLD + 1, (peak + 1) // 2))
+    core = (small >= level).view(np.uint8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=8)
+    mass = np.bincount(labels.ravel(), weights=small.ravel(), minlength=count)
+    mass[0] = 0.0
+    big = mass >= PART_SHARE * mass.max()
+    big[0] = False
+    x, y = stats[:, cv2.CC_STAT_LEFT], stats[:, cv2.CC_STAT_TOP]
+    x1, y1 = x + stats[:, cv2.CC_STAT_WIDTH], y + stats[:, cv2.CC_STAT_HEIGHT]
+    kx0, ky0, kx1, ky1 = x[big].min(), y[big].min(), x1[big].max(), y1[big].max()
+    kept = big | ((x >= kx0) & (y >= ky0) & (x1 <= kx1) & (y1 <= ky1))
+    kept[0] = False
+    parts = kept[labels]
+    # The soft edge: alpha that shows near the parts, in a region that holds one of them.
+    reach = max(1.0, EDGE_REACH * max(kx1 - kx0, ky1 - ky0))
+    distance = cv2.distanceTransform((~parts).view(np.uint8), cv2.DIST_L2, 3)
+    near = distance <= reach
+    shows = (small > SUBJECT_THRESHOLD).view(np.uint8)
+    regions, region_of = cv2.connectedComponents(shows, connectivity=8)
+    holds_part = np.zeros(regions, bool)
+    holds_part[region_of[parts]] = True
+    holds_part[0] = True  # nothing shows there: no leftover
+    stray = ~holds_part[region_of]
+    if factor < 1.0:
+        near = _enlarged(near, width, height)
+        # One working pixel more: a stray region's rim at full size is inside it.
+        stray = _enlarged(
+            cv2.dilate(stray.view(np.uint8), np.ones((3, 3), np.uint8)), width, height
+        )
+    leftover = stray & visible if stray.any() else None
+    inside = visible & near
+    if leftover is not None:
+        inside &= ~leftover
+    box = _bounds(inside)
+    if box is None:  # the parts vanished at full size (rounding): the plain box
+        return Subject(plain)
+    if leftover is not None and not leftover.any():
+        leftover = None
+    return Subject(box, leftover)
+
+
+def _enlarged(mask: np.ndarray, width: int, height: int) -> np.ndarray:
+    """A working-size mask at the photo's size (nearest pixel)."""
+    return cv2.resize(mask.view(np.uint8), (width, height), interpolation=cv2.INTER_NEAREST) > 0
+
+
+def subject_box(alpha: np.ndarray) -> tuple[int, int, int, int] | None:
+    """The subject's bounding box (x0, y0, x1, y1; exclusive ends): see :func:`find_subject`."""
+    return find_subject(alpha).box
+
+
+def layout(alpha: np.ndarray, options: ComposeOptions, subject: Subject | None = None) -> Layout:
     """The layout of ``options`` for a photo with this alpha (see :class:`Layout`).
 
     With crop, the content is the subject's box (the whole photo when there is no
-    subject); on a canvas it is scaled to fit inside the margin, centred or standing on
-    the bottom margin; ``max_size`` then scales the whole output down.
+    subject; ``subject`` is :func:`find_subject`'s answer when the caller has it); on a
+    canvas it is scaled to fit inside the margin, centred or standing on the bottom
+    margin; ``max_size`` then scales the whole output down.
     """
     height, width = alpha.shape[:2]
     if not options.reshapes:
         return Layout.whole(width, height)
-    found = subject_box(alpha) if options.crop else None
+    if options.crop and subject is None:
+        subject = find_subject(alpha)
+    found = subject.box if subject is not None and options.crop else None
     x0, y0, x1, y1 = found if found is not None else (0, 0, width, height)
     bw, bh = x1 - x0, y1 - y0
     margin = options.margin
@@ -406,6 +508,52 @@ def layout(alpha: np.ndarray, options: ComposeOptions) -> Layout:
         scale *= k
     cw, ch = int(cw), int(ch)
     return Layout((cw, ch), (box_x0, box_y0, box_x0 + cw / scale, box_y0 + ch / scale), scale)
+
+
+@dataclass(frozen=True)
+class Enlarged:
+    """A canvas that enlarges the subject (or the whole photo, without crop) more than
+    ENLARGE_NOTE times: the output will look soft."""
+
+    #: Output pixels per photo pixel.
+    scale: float
+    #: The subject's (or photo's) width and height in the photo, in pixels.
+    subject: tuple[int, int]
+    #: The canvas's width and height.
+    canvas: tuple[int, int]
+    #: Whether it is the subject's box (crop) or the whole photo that is enlarged.
+    cropped: bool
+
+    def words(self) -> str:
+        """What happened, why it matters and what to do, in one line."""
+        (w, h), (cw, ch) = self.subject, self.canvas
+        what = "the subject" if self.cropped else "the photo"
+        k = ENLARGE_NOTE / self.scale
+        sharp = f"{max(1, math.floor(cw * k))}x{max(1, math.floor(ch * k))}"
+        return (
+            f"{what} is {w}x{h} px and is enlarged {self.scale:.1f}x to fill the {cw}x{ch} "
+            f"canvas, so it will look soft. Use a larger photo, or a canvas of at most "
+            f"{sharp} px (enlarged {ENLARGE_NOTE:g}x)."
+        )
+
+
+def enlargement(
+    alpha: np.ndarray, options: ComposeOptions, subject: Subject | None = None
+) -> Enlarged | None:
+    """How much a canvas of ``options`` enlarges this photo's subject, when it is more
+    than ENLARGE_NOTE times; None otherwise. Only a canvas of a given size enlarges: a
+    ratio, a crop and a size limit never do."""
+    if options.canvas is None:
+        return None
+    if options.crop and subject is None:
+        subject = find_subject(alpha)
+    lay = layout(alpha, options, subject)
+    if lay.scale <= ENLARGE_NOTE:
+        return None
+    height, width = alpha.shape[:2]
+    box = subject.box if subject is not None and options.crop else None
+    x0, y0, x1, y1 = box if box is not None else (0, 0, width, height)
+    return Enlarged(lay.scale, (x1 - x0, y1 - y0), lay.size, box is not None)
 
 
 def place(plane: np.ndarray, lay: Layout, replicate: bool = False, factor: float = 1.0):
@@ -778,9 +926,10 @@ def compose_strips(
     photo's colour and a blurred background are made a strip at a time; what needs
     the whole image (the alpha on the output, a shadow, an outline) is a uint8 plane.
     """
-    lay = layout(alpha, options)
+    subject = find_subject(alpha) if options.crop else None
+    lay = layout(alpha, options, subject)
     width, height = lay.size
-    placed = _placed_alpha(alpha, lay, options)
+    placed = _placed_alpha(alpha, lay, options, subject)
     if options.mask_only:
         return Composed(width, height, 1, _rows(rows, height, lambda y, z: placed[y:z]))
     fg = placed_rows(rgb, lay)
@@ -836,17 +985,28 @@ def compose_strips(
 
 def placed_alpha(alpha: np.ndarray, options: ComposeOptions) -> np.ndarray:
     """The alpha as it lies on the output (crop, canvas, scale), before any layer."""
-    return _placed_alpha(alpha, layout(alpha, options), options)
+    subject = find_subject(alpha) if options.crop else None
+    return _placed_alpha(alpha, layout(alpha, options, subject), options, subject)
 
 
-def _placed_alpha(alpha: np.ndarray, lay: Layout, options: ComposeOptions) -> np.ndarray:
-    """With crop, nothing of the subject outside its box on the output: no faint haze
-    (the photo's alpha there is at most SUBJECT_THRESHOLD) in the margin, and no spread
-    of a hard edge into it where the subject is enlarged."""
-    placed = place(alpha, lay)
-    box = subject_box(alpha) if options.crop else None
+def _placed_alpha(
+    alpha: np.ndarray, lay: Layout, options: ComposeOptions, subject: Subject | None = None
+) -> np.ndarray:
+    """With crop, nothing but the subject on the output: its leftovers (faint haze, a
+    ghost of the background, flecks the box leaves out) are cleared, so neither they nor
+    a shadow or outline drawn from them shows, and nothing shows outside its box (no
+    spread of a hard edge into the margin where the subject is enlarged)."""
+    if not options.crop:
+        return place(alpha, lay)
+    if subject is None:
+        subject = find_subject(alpha)
+    box = subject.box
     if box is None:
-        return placed
+        return place(alpha, lay)
+    if subject.leftover is not None:
+        alpha = alpha.copy()  # never change the caller's alpha
+        alpha[subject.leftover] = 0
+    placed = place(alpha, lay)
     height, width = placed.shape
     x0, y0 = lay.to_output(box[0], box[1])
     x1, y1 = lay.to_output(box[2], box[3])
