@@ -273,6 +273,29 @@ def plan_batch(
     return Plan(tuple(jobs), tuple(problems))
 
 
+def plan_names(items: Sequence[tuple[Path | None, str]], folder: Path, fmt: str) -> list[Path]:
+    """One output path in ``folder`` for each of ``items`` (in their order), named as
+    :func:`plan_batch` names files: ``<stem>.<fmt>`` made legal everywhere, no two the
+    same once case-folded and normalised, never an input.
+
+    Each item is its photo's file (None for an image without one, such as a pasted
+    image) and its name. A name held by anything already in ``folder`` is taken too:
+    these outputs never replace a file. The names do not depend on the order of
+    ``items``. A file where ``folder`` must be is a :class:`UsageError`.
+    """
+    if fmt not in FORMATS:
+        raise UsageError(f"Unknown format {fmt!r}; use one of: {', '.join(FORMATS)}.")
+    check_output_place(folder, False)
+    extension = FORMATS[fmt].extension
+    wanted = [
+        _Wanted(source or Path(name), (), Path(name).stem + extension) for source, name in items
+    ]
+    taken = {_path_key(source) for source, _ in items if source is not None}
+    if folder.is_dir():
+        taken.update(_path_key(folder / child.name) for child in folder.iterdir())
+    return _assign_names(wanted, folder, taken)
+
+
 @dataclass(frozen=True)
 class _Wanted:
     """An input and the output it would get if nothing collided."""

@@ -13,7 +13,8 @@ import pytest
 from PIL import Image
 
 from bgremover.atomic import long_path_form, windows_long_path
-from bgremover.plan import name_key, plan_batch, safe_name
+from bgremover.errors import UsageError
+from bgremover.plan import name_key, plan_batch, plan_names, safe_name
 
 from conftest import DATA, SAMPLE, run_cli
 
@@ -292,3 +293,33 @@ def test_a_folder_of_awkward_names_gives_one_legal_output_each_and_resumes(
         p.relative_to(out).as_posix(): p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()
     }
     assert after == before  # nothing written, nothing added
+
+
+def test_names_for_images_saved_into_one_folder_never_take_a_name_already_there(
+    tmp_path: Path,
+) -> None:
+    """Save Selected / Save All: files from several folders and a pasted image into one
+    folder, named as a batch names them; a name held by anything in the folder is taken
+    (nothing there is replaced), whatever its case."""
+    src = _files(tmp_path, "a/cat.png", "b/cat.jpg", "b/dog.JPG", "c/CON.png")
+    out = _files(tmp_path / "out", "CAT.PNG", "notes.txt")
+    (out / "dog.png").mkdir()  # a folder holds a name too
+    items = [
+        (src / "a/cat.png", "cat.png"),
+        (src / "b/cat.jpg", "cat.jpg"),
+        (src / "b/dog.JPG", "dog.JPG"),
+        (src / "c/CON.png", "CON.png"),
+        (None, "Pasted image 1"),
+    ]
+    names = [p.name for p in plan_names(items, out, "png")]
+    assert names == ["cat_png.png", "cat_jpg.png", "dog_jpg.png", "CON_.png", "Pasted image 1.png"]
+    assert all(p.parent == out for p in plan_names(items, out, "png"))
+    # The same names whatever the order of the images.
+    reordered = [p.name for p in plan_names(items[::-1], out, "png")]
+    assert reordered == names[::-1]
+    # Into the photos' own folder: never a photo's name.
+    assert [p.name for p in plan_names(items[:1], src / "a", "png")] == ["cat_png.png"]
+    # Another format, and a file where the folder must be, refused in words.
+    assert [p.name for p in plan_names(items[4:], out, "webp")] == ["Pasted image 1.webp"]
+    with pytest.raises(UsageError, match="is an existing file, but a folder is needed"):
+        plan_names(items, out / "notes.txt", "png")
