@@ -115,7 +115,8 @@ class QueueItemDelegate(QStyledItemDelegate):
 
 
 class QueueView(QListView):
-    """The queue's list view: even rows (:class:`QueueItemDelegate`), no sideways scrolling."""
+    """The queue's list view: even rows (:class:`QueueItemDelegate`), no sideways scrolling,
+    several rows selectable at once."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -127,3 +128,6 @@ class QueueView(QListView):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.setResizeMode(QListView.ResizeMode.Adjust)
+        # Ctrl- and Shift-click select several images (Save Selected, Remove); the actions
+        # on one image act on the current one.
+        self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)

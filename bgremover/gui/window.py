@@ -64,6 +64,7 @@ from .jobs import Job, JobEnd, JobRunner, JobState
 from .queue import EditRequest, QueueEntry, QueueModel, Status
 from .queue_jobs import QueueJobs, compare_pair
 from .queue_view import QueueView
+from .save_many import SaveMany
 from .settings import (
     Settings,
     forget_recent,
@@ -74,6 +75,7 @@ from .settings import (
 )
 from .settings_panel import SettingsPanel
 from .status import LogToStatusBar, PreparationBar
+from .unsaved import SAVE_HINT, ask_before_losing, unsaved_words
 from .views import DropZone, ImageView
 from .worker import BatchProgress, BatchRequest, Processed, Worker, composed_image, save
 
@@ -110,8 +112,8 @@ class MainWindow(QMainWindow):
         #: The current image was selected by adding it, not by the user's click: if it
         #: fails, the selection moves on to an image that can be shown.
         self._auto_selected = False
-        #: Asked before closing with unsaved results; tests that close many windows
-        #: answer it themselves.
+        #: Asked before anything drops unsaved results or edits (quitting, removing,
+        #: clearing the queue); tests that close many windows answer it themselves.
         self.confirm_quit = True
         self._paste_count = 0
         self._batch_dialog: BatchDialog | None = None
@@ -138,6 +140,17 @@ class MainWindow(QMainWindow):
         self._build_central()
         self._build_settings_dock()
         self._build_status_bar()
+        # Save Selected / Save All: the folder, the job, its progress and its report.
+        self.save_many = SaveMany(
+            self,
+            self.queue,
+            self.worker,
+            self.engine,
+            self.jobs.prepare,
+            lambda: self.settings,
+            lambda folder: self._apply(last_output_folder=str(folder)),
+        )
+        self.save_many.changed.connect(lambda: (self._update_enabled(), self._update_title()))
         self._build_actions()
         self._forget_missing_model_file()
         self.compare.set_current_model(self.settings.model)
@@ -151,6 +164,7 @@ class MainWindow(QMainWindow):
         self.queue_view.setModel(self.queue)
         self.queue_view.setMinimumWidth(220)
         self.queue_view.selectionModel().currentChanged.connect(lambda *_: self._on_selection())
+        self.queue_view.selectionModel().selectionChanged.connect(lambda *_: self._update_enabled())
         self.detail = QLabel(EMPTY_TEXT)
         self.detail.setWordWrap(True)
         self.detail.setMinimumHeight(3 * self.detail.fontMetrics().lineSpacing())
@@ -294,6 +308,20 @@ class MainWindow(QMainWindow):
         self.act_save_mask = action("Save &Mask…", "Ctrl+Shift+S", self.save_mask, file_menu)
         self.act_copy = action(
             "&Copy Cutout", QKeySequence.StandardKey.Copy, self.copy_cutout, file_menu
+        )
+        self.act_save_selected = action(
+            "Save Selec&ted…",
+            "Ctrl+Alt+S",
+            self.save_selected,
+            file_menu,
+            "Save the cutouts of the images selected in the queue into a folder",
+        )
+        self.act_save_all = action(
+            "Save &All…",
+            "Ctrl+Alt+Shift+S",
+            self.save_all,
+            file_menu,
+            "Save the cutout of every image in the queue into a folder",
         )
         file_menu.addSeparator()
         # triggered(bool) must not reach open_batch's folder argument.
@@ -468,35 +496,26 @@ class MainWindow(QMainWindow):
 
     def _quit_question(self) -> str:
         """What quitting now would lose, in words; "" when nothing."""
-        parts = []
-        unsaved = self.unsaved_entries()
-        if len(unsaved) == 1:
-            edited = ", with your edits," if unsaved[0].edits else ""
-            parts.append(f"The cutout of {unsaved[0].name}{edited} has not been saved.")
-        elif unsaved:
-            parts.append(f"{len(unsaved)} cutouts have not been saved.")
+        parts = [unsaved_words(self.queue.entries()), self.save_many.quit_words()]
         if self._batch_job is not None:
             parts.append(
                 "A batch is running: quitting stops it once the images being written are "
                 "finished (start it again later to resume)."
             )
-        return " ".join(parts)
+        return " ".join(p for p in parts if p)
+
+    def may_drop(self, entries: list[QueueEntry], title: str, verb: str) -> bool:
+        """Whether ``entries`` may be dropped: the user is asked first when that would lose
+        a cutout not saved, or edits (the same question as quitting's)."""
+        question = unsaved_words(entries) if self.confirm_quit else ""
+        return not question or ask_before_losing(self, title, question, verb, SAVE_HINT)
 
     def closeEvent(self, event) -> None:
         question = self._quit_question() if self.confirm_quit else ""
-        if question:
-            box = QMessageBox(self)
-            box.setIcon(QMessageBox.Icon.Question)
-            box.setWindowTitle("Quit bgremover?")
-            box.setText(question)
-            box.setInformativeText("Quit anyway?")
-            quit_button = box.addButton("Quit", QMessageBox.ButtonRole.DestructiveRole)
-            box.addButton(QMessageBox.StandardButton.Cancel)
-            box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-            box.exec()
-            if box.clickedButton() is not quit_button:
-                event.ignore()
-                return
+        hint = SAVE_HINT if self.unsaved_entries() else ""
+        if question and not ask_before_losing(self, "Quit bgremover?", question, "Quit", hint):
+            event.ignore()
+            return
         QApplication.instance().removeEventFilter(self)
         # Stop the engine's work (a batch finishes the images it is writing); saves the
         # user asked for still complete. Then leave.
@@ -694,21 +713,41 @@ class MainWindow(QMainWindow):
     def select(self, entry: QueueEntry) -> None:
         self.queue_view.setCurrentIndex(self.queue.index_of(entry))
 
+    def selected_entries(self) -> list[QueueEntry]:
+        """The images selected in the queue, in its order (the current one when none is)."""
+        rows = sorted({i.row() for i in self.queue_view.selectionModel().selectedIndexes()})
+        chosen = [e for r in rows if (e := self.queue.at(r)) is not None]
+        current = self.current_entry()
+        return chosen or ([current] if current is not None else [])
+
     def remove_selected(self) -> None:
-        entry = self.current_entry()
-        if entry is None:
+        """Remove the selected images (asking first when that loses unsaved work)."""
+        entries = self.selected_entries()
+        if not entries or not self.may_drop(entries, "Remove from the queue?", "Remove"):
             return
-        self.jobs.stop(entry)
-        self.queue.remove(entry)
+        for entry in entries:
+            self.jobs.stop(entry)
+            self.queue.remove(entry)
         self._on_selection()
         self.jobs.check_settled()
 
     def clear_queue(self) -> None:
+        """Empty the queue (asking first when that loses unsaved work)."""
+        if not self.may_drop(self.queue.entries(), "Clear the queue?", "Clear"):
+            return
         for entry in self.queue.entries():
             self.jobs.stop(entry)
         self.queue.clear()
         self._on_selection()
         self.jobs.check_settled()
+
+    def save_selected(self) -> Job | None:
+        """The selected images' outputs into a folder asked for once (see save_many.py)."""
+        return self.save_many.choose_folder_and_save(self.selected_entries())
+
+    def save_all(self) -> Job | None:
+        """Every image's output into a folder asked for once (see save_many.py)."""
+        return self.save_many.choose_folder_and_save(self.queue.entries())
 
     def reprocess(self) -> None:
         """Every image again with the current settings (the one way finished ones change)."""
@@ -981,8 +1020,11 @@ class MainWindow(QMainWindow):
 
     def _update_enabled(self) -> None:
         entry = self.current_entry()
-        self.act_remove.setEnabled(entry is not None)
+        self.act_remove.setEnabled(bool(self.selected_entries()))
         self.act_clear.setEnabled(len(self.queue) > 0)
+        saving = self.save_many.running
+        self.act_save_selected.setEnabled(not saving and bool(self.selected_entries()))
+        self.act_save_all.setEnabled(not saving and len(self.queue) > 0)
         self.act_reprocess.setEnabled(len(self.queue) > 0)
         self._update_edit_enabled(entry)
 

@@ -75,6 +75,7 @@ def main() -> int:
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp / "settings"))
     app = application()
     window = MainWindow()
+    window.confirm_quit = False  # clearing the warm-up's unsaved cutout asks nothing
     window.show()
     meter = StallMeter()
     try:
