@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .atomic import windows_long_path
 from .edit import Edits
 from .errors import UsageError
 from .imaging import walk_images
@@ -167,7 +169,9 @@ def _existing_file_in_the_way(path: Path) -> Path | None:
 
 
 def check_output_place(output: Path, single_file: bool) -> None:
-    """Refuse an output that cannot be created because a file stands where a folder must be.
+    """Refuse an output that cannot be created: a file stands where a folder must be, or
+    the output folder (or, while it does not exist, the nearest folder above it) cannot be
+    written in (no permission, a read-only disk).
 
     Done before any image is read: otherwise every image would be processed and then
     fail to be written, each with the same error.
@@ -175,6 +179,7 @@ def check_output_place(output: Path, single_file: bool) -> None:
     folder = output.parent if single_file else output
     blocker = _existing_file_in_the_way(folder)
     if blocker is None:
+        _check_writable(folder)
         return
     if blocker == output:
         raise UsageError(
@@ -185,6 +190,32 @@ def check_output_place(output: Path, single_file: bool) -> None:
         f"Cannot make the output folder {folder}: {blocker} is a file, not a folder. "
         "Give an output in another place."
     )
+
+
+def _check_writable(folder: Path) -> None:
+    """Refuse ``folder`` when a file cannot be made in it, or (while it does not exist)
+    in the nearest folder above it: tried with a hidden file, deleted at once. Asking the
+    system for permission is not enough: an administrator is allowed everything that a
+    read-only disk then refuses."""
+    existing = next((c for c in (folder, *folder.parents) if c.is_dir()), None)
+    if existing is None:
+        return  # nothing above it exists either: making the folder says what is wrong
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".bgremover-probe-", dir=windows_long_path(existing))
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        what = (
+            f"The output folder {folder} cannot be written in"
+            if existing == folder
+            else f"Cannot make the output folder {folder}: {existing} cannot be written in"
+        )
+        raise UsageError(
+            f"{what} ({why}), so no image was processed.",
+            fix="Give an output folder you can write to, or make this one writable "
+            "(its permissions; a read-only disk or share takes no outputs).",
+        ) from exc
+    os.close(fd)
+    os.unlink(probe)
 
 
 @dataclass(frozen=True)
