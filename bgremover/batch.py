@@ -5,7 +5,9 @@ is a generator: each yielded event is a point where the consumer (CLI progress
 display, GUI worker) may stop by simply not asking for the next one. Outputs
 are written atomically, so stopping, cancelling or being killed never leaves a
 half-written file, and a rerun skips finished outputs: those that record being
-made from the same photo (see :func:`~bgremover.output.existing_output`).
+made from the same photo with the same settings (see
+:func:`~bgremover.output.existing_output`); one made with other settings is made again
+and reported so (:attr:`ItemDone.redone`).
 
 Runs that share an output folder coordinate through a claim per output file
 (:class:`~bgremover.atomic.Claim`), taken before an image is read and held until
@@ -34,9 +36,12 @@ from .guard import GuardCheck
 from .imaging import LoadedImage, probe, read_image
 from .output import (
     DONE,
+    EDITED,
     MISSING,
     OTHER_PHOTO,
     REDO,
+    STALE,
+    OutputSettings,
     SourceRecord,
     existing_output,
     write_output,
@@ -64,6 +69,9 @@ class ItemDone:
     seconds: float
     #: For int8: what the int8 guard found (ran_fp32: the image was made in fp32).
     guard: GuardCheck | None = None
+    #: Set when the file replaced this photo's output made with other settings
+    #: (SETTINGS_CHANGED) or with settings it does not record (SETTINGS_UNKNOWN).
+    redone: str = ""
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,8 @@ class BatchFinished:
     #: Set when the batch stopped early (disk full): what happened and what to do.
     stopped: str | None = None
     failures: tuple[tuple[Path, str], ...] = field(default=())
+    #: Of ``done``: the outputs made again because of their settings, by reason.
+    redone: Mapping[str, int] = field(default_factory=dict)
 
 
 BatchEvent = BatchStarted | ItemDone | ItemSkipped | ItemFailed | BatchFinished
@@ -99,6 +109,53 @@ BatchEvent = BatchStarted | ItemDone | ItemSkipped | ItemFailed | BatchFinished
 ALREADY_DONE = "output already exists"
 #: ItemSkipped's reason for an output that another run (process) is making now.
 BEING_WRITTEN = "being written by another run"
+#: ItemDone's ``redone`` for an output of this photo that was made with other settings.
+SETTINGS_CHANGED = "settings changed"
+#: ItemDone's ``redone`` for an output of this photo whose record names no settings
+#: (written by an earlier bgremover): whether they were these is not known.
+SETTINGS_UNKNOWN = "settings not recorded"
+
+
+def redone_reason(made: SourceRecord | None) -> str:
+    """Why this photo's output is made again, from the record it holds (STALE)."""
+    return SETTINGS_CHANGED if made is not None and made.settings is not None else SETTINGS_UNKNOWN
+
+
+def redone_detail(output: Path, made: SourceRecord | None, wanted: OutputSettings | None) -> str:
+    """A log line for an output made again: what it was made with, and what it is now."""
+    was = made.settings.summary if made is not None and made.settings is not None else None
+    now = wanted.summary if wanted is not None else "?"
+    if was is None:
+        return f"{output}: made again: it records no settings (an earlier bgremover); now {now}"
+    return f"{output}: made again: settings changed (it was {was}; now {now})"
+
+
+def written_place(jobs: Sequence[Job], folder: Path) -> Path | None:
+    """What a batch's summary points to: the one output file, or the output folder;
+    None when it does not exist (nothing was written: the summary names no file)."""
+    place = jobs[0].output if len(jobs) == 1 else folder
+    return place if os.path.lexists(windows_long_path(place)) else None
+
+
+def counts_words(
+    done: int,
+    redone: Mapping[str, int],
+    skipped: int,
+    failed: int,
+    skipped_words: str = "already done",
+    every: bool = False,
+) -> str:
+    """A batch's counts as its summary says them: "3 written, 1 redone: settings changed,
+    2 already done, 1 failed" (no count of 0 but the written one, unless ``every``). Each
+    file counts once: "written" are new files, "redone" replaced this photo's outputs made
+    with other settings (``done`` counts both)."""
+    parts = [f"{done - sum(redone.values())} written"]
+    parts += [f"{n} redone: {reason}" for reason, n in sorted(redone.items()) if n]
+    if skipped or every:
+        parts.append(f"{skipped} {skipped_words}")
+    if failed or every:
+        parts.append(f"{failed} failed")
+    return ", ".join(parts)
 
 
 def remove_stale_temp_files(jobs: Sequence[Job]) -> int:
@@ -113,6 +170,14 @@ def unverified_reason(output: Path) -> str:
         f"{output} exists but does not record which photo it was made from (written by "
         "bgremover 0.1.0 or earlier, or by another program): kept as it is; use --overwrite "
         "to make it again"
+    )
+
+
+def edited_reason(output: Path) -> str:
+    return (
+        f"{output} was made with your edits (touch-up), which this run does not have: kept "
+        "as it is; give the edits (--edits FILE), or use --overwrite to make it again "
+        "without them"
     )
 
 
@@ -191,6 +256,8 @@ class _Item:
     #: This run's claim on the output, held from before reading until written or dropped.
     claim: Claim | None = None
     record: SourceRecord | None = None
+    #: Why the output is made again (ItemDone.redone), when it is.
+    redone: str = ""
 
 
 _DONE = object()  # end of a stage's input
@@ -233,6 +300,8 @@ class _Pipeline:
         self.fatal: list[BaseException] = []
         self.disk_full: list[str] = []
         self.budget = _Budget(settings.pixels_in_flight)
+        #: What outputs record of their settings (a job with edits records its own).
+        self.made_with = remover.output_settings(settings.options, settings.fmt)
         self.threads = [
             threading.Thread(target=self._guard, args=(self.read, self.to_infer, 1),
                              name="bgremover-read", daemon=True),
@@ -297,8 +366,13 @@ class _Pipeline:
         looked at again once claimed: another run may have finished it meanwhile.
         """
         item = _Item(index, job, time.perf_counter())
+        made_with = self.made_with
+        if job.edits:
+            made_with = self.remover.output_settings(
+                self.settings.options, self.settings.fmt, job.edits
+            )
         with contextlib.suppress(OSError):  # if so, reading the photo says what is wrong
-            item.record = SourceRecord.of(job.source)
+            item.record = SourceRecord.of(job.source, made_with)
         on_disk = Path(windows_long_path(job.output))
         try:
             item.claim = Claim.try_acquire(on_disk)
@@ -314,12 +388,19 @@ class _Pipeline:
         existing = existing_output(on_disk, item.record)
         if existing.state in (MISSING, REDO):
             return item
+        if existing.state == STALE:
+            item.redone = redone_reason(existing.record)
+            log.info(redone_detail(job.output, existing.record, made_with))
+            return item
         self.drop(item)
         if existing.state == DONE:
             self.put(self.events_out, ItemSkipped(index, self.total, job, ALREADY_DONE))
         elif existing.state == OTHER_PHOTO and existing.record is not None:
             reason = other_photo_reason(job.output, existing.record)
             self.put(self.events_out, ItemFailed(index, self.total, job, reason))
+        elif existing.state == EDITED:
+            reason = edited_reason(job.output)
+            self.put(self.events_out, ItemSkipped(index, self.total, job, reason))
         else:
             reason = unverified_reason(job.output)
             self.put(self.events_out, ItemSkipped(index, self.total, job, reason))
@@ -400,7 +481,16 @@ class _Pipeline:
             seconds = time.perf_counter() - item.started
             self.put(
                 self.events_out,
-                ItemDone(item.index, self.total, item.job, timings, written, seconds, item.guard),
+                ItemDone(
+                    item.index,
+                    self.total,
+                    item.job,
+                    timings,
+                    written,
+                    seconds,
+                    item.guard,
+                    redone=item.redone,
+                ),
             )
 
     # -- the consumer's side -----------------------------------------------------
@@ -480,10 +570,13 @@ def run_batch(
         return
     pipeline = _Pipeline(jobs, remover, settings)
     done = skipped = 0
+    redone: dict[str, int] = {}
     failures: list[tuple[Path, str]] = []
     for event in pipeline.events():
         if isinstance(event, ItemDone):
             done += 1
+            if event.redone:
+                redone[event.redone] = redone.get(event.redone, 0) + 1
         elif isinstance(event, ItemSkipped):
             skipped += 1
         else:
@@ -493,5 +586,6 @@ def run_batch(
         raise pipeline.fatal[0]
     stopped = pipeline.disk_full[0] if pipeline.disk_full else None
     yield BatchFinished(
-        done, skipped, len(failures), time.perf_counter() - start, stopped, tuple(failures)
-    )
+        done, skipped, len(failures), time.perf_counter() - start, stopped, tuple(failures),
+        redone,
+    )  # fmt: skip

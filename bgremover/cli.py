@@ -120,7 +120,9 @@ exit status:
 REMOVE_DESCRIPTION = """\
 Cut out the subject of each image. Folders are walked recursively and their tree
 is mirrored under the output folder. Outputs that already exist are skipped, so
-a rerun resumes an interrupted batch.
+a rerun resumes an interrupted batch; one made with other settings (model,
+precision, refinement, export options, edits) is made again, and the summary
+says so ("1 redone: settings changed").
 
 What -o names:
   - an existing folder, or a name without an extension, is a folder: each image
@@ -781,7 +783,9 @@ def cmd_remove(args: argparse.Namespace) -> int:
         ItemDone,
         ItemFailed,
         ItemSkipped,
+        counts_words,
         run_batch,
+        written_place,
     )
     from .compose import ComposeOptions
     from .edit import load_edits
@@ -872,13 +876,10 @@ def cmd_remove(args: argparse.Namespace) -> int:
     progress.clear()
     assert finished is not None
     failed = finished.failed + len(plan.problems)
-    parts = [f"{finished.done} written"]
-    if finished.skipped:
-        parts.append(f"{finished.skipped} already done")
-    if failed:
-        parts.append(f"{failed} failed")
-    where = plan.jobs[0].output if len(plan.jobs) == 1 else target.path
-    summary = f"bgremover: {', '.join(parts)} in {finished.seconds:.1f} s -> {where}"
+    counts = counts_words(finished.done, finished.redone, finished.skipped, failed, "already done")
+    where = written_place(plan.jobs, target.path)  # only a file or folder that exists
+    summary = f"bgremover: {counts} in {finished.seconds:.1f} s"
+    summary += f" -> {where}" if where is not None else ""
     if finished.stopped:
         summary += f"\nbgremover: stopped early: {finished.stopped}"
     note = guard_summary(guarded, CLI_HINT)

@@ -2,8 +2,9 @@
 
 ``bgremover remove IN -o OUT --ray`` runs the same batch as ``bgremover remove IN -o OUT``
 as a Ray Data pipeline, and writes the same files: the same names under the same mirrored
-tree, byte for byte the same contents (each records the photo it was made from, so a
-rerun skips it), written atomically, with the same reasons for skips and failures and the
+tree, byte for byte the same contents (each records the photo and the settings it was
+made with, so a rerun skips it, or makes it again when the settings changed), written
+atomically, with the same reasons for skips and failures and the
 same exit status (0, 1 when an image failed, 2 when nothing could run, 130 on Ctrl+C).
 
 The pipeline, one row per photo::
@@ -88,17 +89,31 @@ from .atomic import Claim, windows_long_path
 from .batch import (
     ALREADY_DONE,
     BEING_WRITTEN,
+    counts_words,
+    edited_reason,
     other_photo_reason,
+    redone_detail,
+    redone_reason,
     remove_stale_temp_files,
     unverified_reason,
+    written_place,
 )
 from .compose import ComposeOptions
 from .errors import BgRemoverError, DiskFullError, ModelError, UsageError
 from .families import Family
 from .guard import CLI_HINT, GuardCheck
 from .guard import summary as guard_summary
-from .output import DONE, MISSING, OTHER_PHOTO, REDO, SourceRecord, existing_output
-from .pipeline import EngineConfig
+from .output import (
+    DONE,
+    EDITED,
+    MISSING,
+    OTHER_PHOTO,
+    REDO,
+    STALE,
+    SourceRecord,
+    existing_output,
+)
+from .pipeline import EngineConfig, Remover
 from .plan import Job
 
 log = logging.getLogger(__name__)
@@ -236,10 +251,12 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
     if claim is None:
         return _row(index, SKIPPED, BEING_WRITTEN)
     with claim:
+        redone = ""
         if not settings.overwrite and record is not None:  # another run may have made it
-            skipped = _already_there(job, record)
-            if skipped is not None:
-                return _row(index, *skipped)
+            state, reason = _to_do(job, record)
+            if state != TODO:
+                return _row(index, state, reason)
+            redone = reason
         try:
             t0 = time.perf_counter()
             height, width = loaded.rgb.shape[:2]
@@ -259,18 +276,25 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
             return _row(index, STOPPED, str(exc))
         except Exception as exc:
             return _row(index, FAILED, _reason(exc, job.source))
-    return _row(index, WRITTEN, payload=_pack(timings, found), written=written)
+    # A written row's reason: why it replaced an output made with other settings, if it did.
+    return _row(index, WRITTEN, redone, payload=_pack(timings, found), written=written)
 
 
-def _already_there(job: Job, record: SourceRecord) -> tuple[str, str] | None:
-    """(state, reason) when ``job``'s output is done or kept (the plain batch's rules)."""
+def _to_do(job: Job, record: SourceRecord) -> tuple[str, str]:
+    """What ``job``'s output is to this run, by the plain batch's rules: (TODO, "") to
+    make it, (TODO, why) to make it again (other settings), else (SKIPPED or FAILED, why)."""
     existing = existing_output(Path(windows_long_path(job.output)), record)
     if existing.state in (MISSING, REDO):
-        return None
+        return TODO, ""
+    if existing.state == STALE:
+        log.info(redone_detail(job.output, existing.record, record.settings))
+        return TODO, redone_reason(existing.record)
     if existing.state == DONE:
         return SKIPPED, ALREADY_DONE
     if existing.state == OTHER_PHOTO and existing.record is not None:
         return FAILED, other_photo_reason(job.output, existing.record)
+    if existing.state == EDITED:
+        return SKIPPED, edited_reason(job.output)
     return SKIPPED, unverified_reason(job.output)
 
 
@@ -435,11 +459,8 @@ def _err(message: str) -> None:
         print(message, file=sys.stderr)
 
 
-def _model_input(config: EngineConfig) -> tuple[int, Family]:
+def _model_input(remover: Remover) -> tuple[int, Family]:
     """The model's input side and family, from the model file (the driver has it already)."""
-    from .pipeline import Remover
-
-    remover = Remover.from_config(config)
     return remover.input_size, remover.family
 
 
@@ -460,7 +481,11 @@ def cmd_remove_ray(
     records: list[SourceRecord | None] = []
     todo: list[int] = []
     done = skipped = 0
+    redone: dict[str, int] = {}
     failures: list[tuple[Path, str]] = []
+    # What the outputs record of their settings, as the plain batch's (no session is made).
+    remover = Remover.from_config(config)
+    made_with = remover.output_settings(options, fmt)
 
     def report(job: Job, state: str, reason: str) -> None:
         nonlocal skipped
@@ -478,18 +503,19 @@ def cmd_remove_ray(
     # stage looks again under the output's claim, as the plain batch does once claimed.
     for index, job in enumerate(jobs):
         record = None
+        settings_of_job = remover.output_settings(options, fmt, job.edits) if job.edits else None
         with contextlib.suppress(OSError):  # if so, reading the photo says what is wrong
-            record = SourceRecord.of(job.source)
+            record = SourceRecord.of(job.source, settings_of_job or made_with)
         records.append(record)
-        there = None if overwrite or record is None else _already_there(job, record)
-        if there is None:
-            todo.append(index)
+        state, reason = (TODO, "") if overwrite or record is None else _to_do(job, record)
+        if state == TODO:
+            todo.append(index)  # the finishing stage says whether it was made again
         else:
-            report(job, *there)
+            report(job, state, reason)
 
     settings = RaySettings(
         tuple(jobs), tuple(records), config, options, fmt, overwrite,
-        getattr(args, "max_megapixels", None), *(_model_input(config) if todo else (0, None)),
+        getattr(args, "max_megapixels", None), *(_model_input(remover) if todo else (0, None)),
     )  # fmt: skip
     stopped: str | None = None
     guarded: list[GuardCheck | None] = []
@@ -500,6 +526,8 @@ def cmd_remove_ray(
             job = jobs[outcome.index]
             if outcome.state == WRITTEN:
                 done += 1
+                if outcome.reason:  # made again: its settings had changed
+                    redone[outcome.reason] = redone.get(outcome.reason, 0) + 1
                 guarded.append(outcome.guard)
                 log.info("%s -> %s", job.source, job.output)
             elif outcome.state == FATAL:
@@ -516,13 +544,10 @@ def cmd_remove_ray(
             ray.shutdown()  # stops the workers: what they were writing stays a temp file
             remove_stale_temp_files(jobs)  # ...which no run holds now: delete them
     failed = len(failures) + len(problems)
-    parts = [f"{done} written"]
-    if skipped:
-        parts.append(f"{skipped} already done")
-    if failed:
-        parts.append(f"{failed} failed")
-    where = jobs[0].output if len(jobs) == 1 else Path(args.output)
-    summary = f"bgremover: {', '.join(parts)} in {time.monotonic() - start:.1f} s -> {where}"
+    counts = counts_words(done, redone, skipped, failed, "already done")
+    where = written_place(jobs, Path(args.output))  # only a file or folder that exists
+    summary = f"bgremover: {counts} in {time.monotonic() - start:.1f} s"
+    summary += f" -> {where}" if where is not None else ""
     if stopped:
         summary += f"\nbgremover: stopped early: {stopped}"
     note = guard_summary(guarded, CLI_HINT)

@@ -2,10 +2,10 @@
 
 Each :class:`OutputFormat` says what its files are called, whether they keep
 transparency, how a result is written (composed and encoded straight into an
-atomic file) and how a finished file is recognised on a rerun: whole, and
-made from the same photo, by the record of its source (:class:`SourceRecord`)
-that bgremover writes into each output (a PNG iTXt chunk; XMP in WebP, JPEG and
-TIFF). The command
+atomic file) and how a finished file is recognised on a rerun: whole, made from
+the same photo and with the same settings, by the record of its source
+(:class:`SourceRecord`, with its :class:`OutputSettings`) that bgremover writes into
+each output (a PNG iTXt chunk; XMP in WebP, JPEG and TIFF). The command
 line's ``--format`` choices, the app's format box and its save-dialog filters
 all read :data:`FORMATS`.
 
@@ -57,40 +57,68 @@ _XMP_RE = re.compile(rb"<bgremover:source>(.*?)</bgremover:source>", re.S)
 
 
 @dataclass(frozen=True)
+class OutputSettings:
+    """What an output was made with: a digest of every setting that changes its pixels or
+    bytes (see :meth:`bgremover.pipeline.Remover.output_settings`, the one place that
+    decides what counts), and the same settings in words, for people."""
+
+    #: SHA-256 (hex) of the settings, canonically written: equal settings, equal digest.
+    digest: str
+    #: The settings in a line ("u2netp fp32, refined, png; background=#ff0000").
+    summary: str = ""
+    #: Whether the user's edits (touch-up) were applied: a run without them never
+    #: replaces such an output unasked (see :func:`existing_output`).
+    edited: bool = False
+
+
+@dataclass(frozen=True)
 class SourceRecord:
-    """What an output records about the photo it was made from.
+    """What an output records about the photo it was made from, and how it was made.
 
     Two photos are the same when size and the SHA-256 of their first MiB agree: a
     renamed or copied photo is still itself, another photo under the same name is not.
-    The name is kept to say which photo an output was made from.
+    The name is kept to say which photo an output was made from. ``settings`` is None in
+    the record of an output written by an earlier bgremover, before outputs recorded them.
     """
 
     name: str
     size: int
     head_sha256: str
+    settings: OutputSettings | None = None
 
     @classmethod
-    def of(cls, source: Path) -> SourceRecord:
+    def of(cls, source: Path, settings: OutputSettings | None = None) -> SourceRecord:
         """The record of the photo at ``source`` (OSError if it cannot be read)."""
         with open(source, "rb") as fh:
             head = fh.read(RECORD_HEAD_BYTES)
             size = os.fstat(fh.fileno()).st_size
-        return cls(source.name, size, hashlib.sha256(head).hexdigest())
+        return cls(source.name, size, hashlib.sha256(head).hexdigest(), settings)
 
     def same_photo(self, other: SourceRecord) -> bool:
         return self.size == other.size and self.head_sha256 == other.head_sha256
 
     def to_text(self) -> str:
-        return json.dumps(
-            {"source": self.name, "size": self.size, "sha256_first_mib": self.head_sha256},
-            ensure_ascii=False,
-        )
+        data: dict[str, object] = {
+            "source": self.name, "size": self.size, "sha256_first_mib": self.head_sha256,
+        }  # fmt: skip
+        if self.settings is not None:
+            data.update(settings=self.settings.digest, made_with=self.settings.summary,
+                        edited=self.settings.edited)  # fmt: skip
+        return json.dumps(data, ensure_ascii=False)
 
     @classmethod
     def from_text(cls, text: str) -> SourceRecord | None:
         try:
             data = json.loads(text)
-            return cls(str(data["source"]), int(data["size"]), str(data["sha256_first_mib"]))
+            settings = None
+            if "settings" in data:
+                settings = OutputSettings(
+                    str(data["settings"]), str(data.get("made_with", "")),
+                    data.get("edited") is True,
+                )  # fmt: skip
+            return cls(
+                str(data["source"]), int(data["size"]), str(data["sha256_first_mib"]), settings
+            )
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -703,6 +731,10 @@ def is_complete_output(path: Path) -> bool:
 
 #: What an existing output is to a photo that would be written there (see :func:`existing_output`).
 MISSING, DONE, REDO, UNVERIFIED, OTHER_PHOTO = "missing", "done", "redo", "unverified", "other"
+#: An output of this photo made with other settings, or with settings it does not record.
+STALE = "stale"
+#: An output of this photo made with the user's edits, for a run that has none for it.
+EDITED = "edited"
 
 
 @dataclass(frozen=True)
@@ -718,7 +750,13 @@ def existing_output(path: Path, source: SourceRecord) -> Existing:
     """Whether the file at ``path`` is ``source``'s finished output.
 
     - MISSING: nothing there.
-    - DONE: a whole file made from this photo (same size and first MiB).
+    - DONE: a whole file made from this photo (same size and first MiB), with the
+      settings ``source.settings`` names (or any settings, when that is None).
+    - STALE: a whole file made from this photo with other settings, or one whose record
+      names no settings (written by an earlier bgremover): it is made again.
+    - EDITED: a whole file made from this photo with the user's edits (touch-up), where
+      ``source.settings`` has none: not replaced without ``--overwrite`` (the touch-up
+      would be lost).
     - REDO: an unfinished file made from this photo: writing it again is safe.
     - OTHER_PHOTO: a file made from another photo (a photo renamed, or two names that
       are one on a case-insensitive disk): never taken for this photo's output.
@@ -734,7 +772,13 @@ def existing_output(path: Path, source: SourceRecord) -> Existing:
             return Existing(UNVERIFIED)
         if not record.same_photo(source):
             return Existing(OTHER_PHOTO, record)
-        return Existing(DONE if is_complete_output(path) else REDO, record)
+        if not is_complete_output(path):
+            return Existing(REDO, record)
+        wanted, made = source.settings, record.settings
+        if wanted is not None and (made is None or made.digest != wanted.digest):
+            edits_lost = made is not None and made.edited and not wanted.edited
+            return Existing(EDITED if edits_lost else STALE, record)
+        return Existing(DONE, record)
     except OSError:
         return Existing(UNVERIFIED)
 

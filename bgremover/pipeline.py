@@ -9,23 +9,26 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
+import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from .compose import ComposeOptions, compose, compose_array
+from .compose import ComposeOptions, Length, compose, compose_array
 from .edit import Edits, Segmenter, apply_edits
 from .errors import InferenceError, ModelError, UsageError
 from .families import Family, Signature, guess_family
 from .guard import GuardCheck, check
 from .imaging import LoadedImage, from_array, from_pil, read_image
 from .models import DEFAULT_MODEL, PRECISIONS, ModelSpec, ModelStore, file_identity, resolve_spec
+from .output import OutputSettings
 from .refine import refine_alpha
 from .session import SessionInfo, SessionPool, create_session, resolve_providers
 from .transforms import mask_from_score, normalise_output, preprocess, score_map
@@ -178,6 +181,18 @@ class EngineConfig:
     int8_guard: bool = True
 
 
+#: The version of the engine's pixels: bumped by a change to the engine that changes the
+#: output of the same photo with the same settings (the model's input or mask, the edge
+#: refinement, the compose, an encoder's options), so that a rerun makes again the outputs
+#: an older engine made (see :meth:`Remover.output_settings`).
+PIXELS_VERSION = 1
+
+#: The settings of :class:`EngineConfig` that change how fast an output is made, never
+#: what it is: an output's record leaves them out (another provider or thread count
+#: makes the same file).
+SPEED_ONLY = frozenset({"providers", "threads"})
+
+
 class Remover:
     """Removes backgrounds with one model; its ORT session comes from a :class:`SessionPool`.
 
@@ -257,16 +272,71 @@ class Remover:
             int8_guard=config.int8_guard,
         )
 
+    def model_identity(self) -> str:
+        """The model file by its content: a registry model's published hash, or the SHA-256
+        of a file of your own (hashed once per path, size and modification time)."""
+        if self.spec.local_path is not None:
+            return f"sha256:{file_identity(self.spec.local_path)}"
+        return self.spec.known_hash or self.spec.name
+
     def session_key(self) -> tuple[Any, ...]:
         """What decides the session: model file, precision (and recipe), providers, threads."""
         if self._key is None:
-            if self.spec.local_path is not None:
-                identity = f"sha256:{file_identity(self.spec.local_path)}"
-            else:
-                identity = self.spec.known_hash or self.spec.name
             recipe = self.int8_recipe if self.precision == "int8" else None
-            self._key = (identity, self.precision, recipe, self.providers, self.threads)
+            self._key = (self.model_identity(), self.precision, recipe, self.providers,
+                         self.threads)  # fmt: skip
         return self._key
+
+    def output_settings(
+        self, options: ComposeOptions, fmt: str, edits: Edits | None = None
+    ) -> OutputSettings:
+        """What an output of this Remover made with ``options`` as a ``fmt`` file, with the
+        user's ``edits``, records about its settings: the one place that decides them.
+
+        The digest covers every :class:`EngineConfig` setting but :data:`SPEED_ONLY` (as
+        :data:`_RECORDED` says each: the model by its content, the int8 settings only for
+        int8), every field of ``options`` (a background image by its content), the format,
+        the edits (by content) and :data:`PIXELS_VERSION`. A new field of either dataclass
+        is covered the day it is added. A rerun whose digest differs makes the output again.
+        """
+        engine = {
+            f.name: _RECORDED.get(f.name, _attribute(f.name))(self)
+            for f in fields(EngineConfig)
+            if f.name not in SPEED_ONLY
+        }
+        export = asdict(options)
+        if options.background_image is not None:
+            export["background_image"] = _content_digest(options.background_image)
+        made = {
+            "pixels": PIXELS_VERSION,
+            "engine": engine,
+            "export": export,
+            "format": fmt,
+            "edits": hashlib.sha256(edits.to_json().encode()).hexdigest() if edits else None,
+        }
+        text = json.dumps(made, sort_keys=True, separators=(",", ":"))
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        return OutputSettings(digest, self._settings_words(options, fmt, edits), bool(edits))
+
+    def _settings_words(self, options: ComposeOptions, fmt: str, edits: Edits | None) -> str:
+        """The settings in a line: the engine's, the format, the export options that are
+        not the defaults, and whether the mask was edited."""
+        engine = f"{self.spec.name} {self.precision}"
+        if self.precision == "int8":
+            engine += f" ({self.int8_recipe}{'' if self.int8_guard else ', guard off'})"
+        if self.classes:
+            engine += f", classes={','.join(self.classes)}"
+        if self.resolution is not None:
+            engine += f", resolution={self.resolution}"
+        engine += f", {'refined' if self.refine else 'not refined'}, {fmt}"
+        default = ComposeOptions()
+        export = [
+            _option_words(f.name, getattr(options, f.name))
+            for f in fields(ComposeOptions)
+            if getattr(options, f.name) != getattr(default, f.name)
+        ]
+        return "; ".join([engine, *([" ".join(export)] if export else []),
+                          *(["edited"] if edits else [])])  # fmt: skip
 
     @property
     def int8_recipe(self) -> str:
@@ -494,6 +564,62 @@ class Remover:
             family=self.family,
             guard=guard,
         )
+
+
+def _attribute(name: str) -> Callable[[Remover], Any]:
+    return lambda remover: getattr(remover, name)
+
+
+#: How an output's record says the :class:`EngineConfig` settings that are not the
+#: Remover's attribute of the same name as it is: the model by its content, the family and
+#: classes as resolved, the int8 recipe and guard only where they apply.
+_RECORDED: dict[str, Callable[[Remover], Any]] = {
+    "model": Remover.model_identity,
+    "family": lambda r: r.family.name,
+    "classes": lambda r: r.family.classes,
+    "recipe": lambda r: r.int8_recipe if r.precision == "int8" else None,
+    "int8_guard": lambda r: r.int8_guard if r.precision == "int8" else None,
+}
+
+
+def _content_digest(path: str) -> str:
+    """The SHA-256 of a file's bytes (a background image), once per path, size and
+    modification time; a file that cannot be read is named by its path (the compose
+    then says what is wrong with it)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return f"unreadable:{path}"
+    return _digest_once(path, info.st_size, info.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _digest_once(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+    except OSError:
+        return f"unreadable:{path}"
+    return digest.hexdigest()
+
+
+def _option_words(name: str, value: Any) -> str:
+    """An export option as the settings line says it (``background=#ff0000ff``, ``crop``)."""
+    if value is True:
+        return name
+    if isinstance(value, Length):
+        return f"{name}={value}"
+    if is_dataclass(value) and not isinstance(value, type):  # a shadow, an outline
+        return name
+    if name == "background" and isinstance(value, tuple):
+        return f"{name}=#" + "".join(f"{c:02x}" for c in value)
+    if name == "background_image":
+        return f"{name}={Path(value).name}"
+    if isinstance(value, tuple):
+        return f"{name}={'x'.join(str(v) for v in value)}"
+    return f"{name}={value}"
 
 
 def read_signature(path: Path) -> Signature:

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..batch import counts_words
 from ..families import FAMILIES
 from ..models import REGISTRY
 from ..output import FORMATS
@@ -91,6 +92,12 @@ def show_error(
 def _eta(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def _counts(p: BatchProgress) -> str:
+    """A batch's counts as the command line says them, every count shown: "2 written,
+    1 redone: settings changed, 0 already done, 0 failed"."""
+    return counts_words(p.done, p.redone, p.skipped, p.failed, every=True)
 
 
 def settings_summary(settings: Settings) -> str:
@@ -365,8 +372,8 @@ class BatchDialog(QDialog):
             processed = max(p.done + p.failed, 1)
             left = (time.monotonic() - self._started_at) / processed * (p.total - count)
             self.status.setText(
-                f"{count} / {p.total} · {p.done} written, {p.skipped} already done, "
-                f"{p.failed} failed · about {_eta(left)} left · {p.source.name if p.source else ''}"
+                f"{count} / {p.total} · {_counts(p)} · about {_eta(left)} left · "
+                f"{p.source.name if p.source else ''}"
             )
             if p.kind == "failed":
                 self._add_failure(p.source, p.reason)
@@ -378,19 +385,13 @@ class BatchDialog(QDialog):
         cause = end.cause  # the batch's own end, or that of the model it waited for
         if end.state is JobState.DONE:
             p = end.result
-            text = (
-                f"Finished in {p.elapsed:.1f} s: {p.done} written, {p.skipped} already done, "
-                f"{p.failed} failed."
-            )
+            text = f"Finished in {p.elapsed:.1f} s: {_counts(p)}."
             if p.reason:
                 text += f" Stopped early: {p.reason}"
             if p.note:
                 text += f" {p.note}"
         elif cause.state is JobState.CANCELLED:
-            text = (
-                f"Cancelled: {p.done} written, {p.skipped} already done, {p.failed} failed. "
-                "Finished files are complete; start again to resume."
-            )
+            text = f"Cancelled: {_counts(p)}. Finished files are complete; start again to resume."
         else:
             text = f"The batch could not run: {cause.message}"
         self.status.setText(text)

@@ -98,8 +98,10 @@ def write_item(remover: Remover, item: SaveItem, request: SaveRequest) -> int:
     result = remover.remove(item.source, edits=item.edits)
     record = None
     if isinstance(item.source, Path):
+        # With the settings too: a batch with these settings takes it for done.
+        made_with = remover.output_settings(request.options, request.fmt, item.edits)
         with contextlib.suppress(OSError):  # gone since it was read: saved without it
-            record = SourceRecord.of(item.source)
+            record = SourceRecord.of(item.source, made_with)
     claim = Claim.try_acquire(item.output)
     if claim is None:
         raise ImageWriteError(

@@ -1160,6 +1160,7 @@ class MainWindow(QMainWindow):
         # the setting says so).
         options, name = self.settings.compose(True if mask_only else None), fmt.name
         edits = entry.edits or None  # applied: the edits the result saved has
+        config = self.settings.engine()  # what the result is brought up to: its record says so
 
         def ended(end: JobEnd) -> None:
             if end.ok:
@@ -1179,7 +1180,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Saving {path.name}…")
         return self.output.submit(
             "save",
-            lambda ctx: save(ctx, current(), options, path, name),
+            lambda ctx: save(ctx, current(), options, path, name, config, edits),
             tag=path,
             on_end=ended,
             after=pending,

@@ -10,7 +10,7 @@ thread only shows them.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -298,6 +298,9 @@ class BatchProgress:
     failed: int = 0
     elapsed: float = 0.0
     problems: tuple[tuple[Path, str], ...] = field(default=())
+    #: Of ``done``: the outputs made again because their settings had changed, by reason
+    #: (see :attr:`bgremover.batch.ItemDone.redone`).
+    redone: Mapping[str, int] = field(default_factory=dict)
     #: At the end: the int8 guard's line (how many images were made in fp32), or "".
     note: str = ""
 
@@ -396,6 +399,7 @@ class Worker:
         remover = self.remover(ctx, request.config)
         stream = run_batch(plan.jobs, remover, request.options, request.fmt, request.overwrite)
         counts = {"done": 0, "skipped": 0, "failed": 0}
+        redone: dict[str, int] = {}
         kinds = {ItemDone: "done", ItemSkipped: "skipped", ItemFailed: "failed"}
         checks = []
         start = time.monotonic()
@@ -406,6 +410,8 @@ class Worker:
                     counts[kind] += 1
                     if isinstance(event, ItemDone):
                         checks.append(event.guard)
+                        if event.redone:
+                            redone[event.redone] = redone.get(event.redone, 0) + 1
                     yield BatchProgress(
                         kind,
                         event.index,
@@ -417,6 +423,7 @@ class Worker:
                         counts["skipped"],
                         counts["failed"],
                         time.monotonic() - start,
+                        redone=dict(redone),
                     )
                 elif isinstance(event, BatchFinished):
                     return BatchProgress(
@@ -429,6 +436,7 @@ class Worker:
                         failed=counts["failed"] + len(plan.problems),
                         elapsed=event.seconds,
                         note=guard_summary(checks),
+                        redone=dict(redone),
                     )
         finally:
             stream.close()  # cancelled between events: stop the pipeline's threads
@@ -460,17 +468,29 @@ def restage(
     return processed(result, config, options, earlier, editor, segmenter, fmt)
 
 
-def save(ctx: JobContext, result: Result, options: ComposeOptions, path: Path, fmt: str) -> Saved:
+def save(
+    ctx: JobContext,
+    result: Result,
+    options: ComposeOptions,
+    path: Path,
+    fmt: str,
+    config: EngineConfig | None = None,
+    edits: Edits | None = None,
+) -> Saved:
     """Compose and write a result atomically (the output thread's job). The file records
-    the photo it was made from, as the command line's outputs do: a batch over the same
-    folder then knows it is this photo's cutout, and `bgremover remove PHOTO --edits`
-    with the exported edits writes the same bytes."""
+    the photo it was made from and, given the ``config`` and ``edits`` that made the
+    result, its settings, as the command line's outputs do: a batch over the same folder
+    with these settings then knows it is this photo's cutout, and `bgremover remove PHOTO
+    --edits` with the exported edits writes the same bytes."""
     ctx.token.check()
     record = None
     source = Path(result.image.source)
     if source.is_file():
+        made_with = None
+        if config is not None:
+            made_with = Remover.from_config(config).output_settings(options, fmt, edits)
         try:
-            record = SourceRecord.of(source)
+            record = SourceRecord.of(source, made_with)
         except OSError:
             record = None  # the photo went away since it was read: save without the record
     written = write_output(
