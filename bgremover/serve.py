@@ -591,15 +591,17 @@ def form_fields(
 def foreground_box(
     alpha: np.ndarray, options: Any, width: int, height: int
 ) -> tuple[int, int, int, int]:
-    """Where the subject (alpha above compose's threshold) lies on the ``width`` x
-    ``height`` output of ``options``: left, top, width, height (remove.bg's
-    ``foreground_*``; zeros when there is no subject)."""
-    from .compose import layout, subject_box
+    """Where the foreground lies on the ``width`` x ``height`` output of ``options``:
+    left, top, width, height (remove.bg's ``foreground_*``; zeros when there is none).
+    Cropped, it is the subject's box (its leftovers are cleared); else the box of all
+    the alpha that shows."""
+    from .compose import find_subject, layout, visible_box
 
-    box = subject_box(alpha)
+    subject = find_subject(alpha) if options.crop else None
+    box = subject.box if subject is not None else visible_box(alpha)
     if box is None:
         return 0, 0, 0, 0
-    lay = layout(alpha, options)
+    lay = layout(alpha, options, subject)
     left, top = lay.to_output(box[0], box[1])
     right, bottom = lay.to_output(box[2], box[3])
     x0, y0 = max(0, math.floor(left)), max(0, math.floor(top))
