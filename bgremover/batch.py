@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import Claim, remove_leftovers, windows_long_path
-from .compose import ComposeOptions
+from .compose import ComposeOptions, Enlarged, enlargement
 from .errors import BgRemoverError, DiskFullError, ModelError
 from .guard import GuardCheck
 from .imaging import LoadedImage, probe, read_image
@@ -69,6 +69,8 @@ class ItemDone:
     seconds: float
     #: For int8: what the int8 guard found (ran_fp32: the image was made in fp32).
     guard: GuardCheck | None = None
+    #: Set when the canvas enlarged the subject so much that it will look soft.
+    enlarged: Enlarged | None = None
     #: Set when the file replaced this photo's output made with other settings
     #: (SETTINGS_CHANGED) or with settings it does not record (SETTINGS_UNKNOWN).
     redone: str = ""
@@ -468,6 +470,7 @@ class _Pipeline:
                 rgb, alpha, timings = result.image.rgb, result.alpha, dict(result.timings)
                 metadata = result.image.metadata  # colour profile and EXIF, carried over
                 del result  # drops the unrefined mask
+                enlarged = enlargement(alpha, self.settings.options)
                 written = write_output(
                     rgb, alpha, self.settings.options, item.job.output, self.settings.fmt,
                     item.record, item.claim, metadata,
@@ -489,6 +492,7 @@ class _Pipeline:
                     written,
                     seconds,
                     item.guard,
+                    enlarged,
                     redone=item.redone,
                 ),
             )

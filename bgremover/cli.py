@@ -867,6 +867,9 @@ def cmd_remove(args: argparse.Namespace) -> int:
                 guarded.append(event.guard)
                 if event.guard is not None and event.guard.in_doubt:
                     log.info("%s: %s", event.job.source, event.guard.words())
+                if event.enlarged is not None:
+                    progress.clear()
+                    _err(f"bgremover: note: {event.job.source}: {event.enlarged.words()}")
             elif event.reason != ALREADY_DONE:  # kept, or another run's: say which and why
                 progress.clear()
                 _err(f"bgremover: skipped {event.job.source}: {event.reason}")

@@ -897,6 +897,7 @@ class MainWindow(QMainWindow):
         self._update_enabled()
         self._update_title()
         p = entry.processed if entry is not None else None
+        self.export_panel.show_enlarged(p.enlarged if p is not None else None)
         if p is None:
             self.viewer.set_image(None)
             self.view_stack.setCurrentWidget(self.drop_zone)

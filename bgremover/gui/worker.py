@@ -20,7 +20,7 @@ from PySide6.QtGui import QImage
 
 from ..batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
 from ..comparison import Comparison, compare
-from ..compose import ComposeOptions, Length
+from ..compose import ComposeOptions, Enlarged, Length, enlargement
 from ..edit import Box, Editor, Edits, Operation
 from ..errors import EditsError
 from ..guard import summary as guard_summary
@@ -73,6 +73,8 @@ class Processed:
     #: model it calls for box edits; None until the first edit.
     editor: Editor | None = field(default=None, compare=False, repr=False)
     segmenter: ModelSegmenter | None = field(default=None, compare=False, repr=False)
+    #: Set when the canvas enlarges the subject so much that the output will look soft.
+    enlarged: Enlarged | None = None
 
     def stage_for(
         self, config: EngineConfig, options: ComposeOptions, fmt: str = "png"
@@ -184,6 +186,7 @@ def processed(
         edit_output=edit_output,
         editor=editor,
         segmenter=segmenter,
+        enlarged=enlargement(alpha, options),
     )
 
 
@@ -241,6 +244,7 @@ def apply_edit(
         thumb=thumbnail(rgb, alpha),
         editor=editor,
         segmenter=segmenter,
+        enlarged=enlargement(alpha, earlier.options),
     )
     return Edited(done, box)
 
