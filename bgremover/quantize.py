@@ -30,8 +30,16 @@ from .transforms import preprocess
 
 log = logging.getLogger(__name__)
 
-#: Called with (samples calibrated, total samples).
+#: Called with (steps done, total steps): (0, total) at once, then one step per
+#: calibration view calibrated, and one for each slow part before and after them.
+#: It may raise (e.g. :class:`~bgremover.models.DownloadCancelled`) to stop the build.
 QuantizeProgress = Callable[[int, int], None]
+
+#: The views :func:`calibration_samples` makes of each photo.
+VIEWS_PER_PHOTO = 10
+#: The steps of a build besides those of its views: the heavy imports and the model read,
+#: the views made, the graph prepared (shapes inferred and folded), the model quantized.
+SETUP_STEPS = 4
 
 #: The calibration photos shipped with the package (sources in SOURCES.md there).
 CALIBRATION_DIR = Path(__file__).with_name("calibration")
@@ -127,9 +135,10 @@ def calibration_files(folder: Path | None = None) -> list[Path]:
 
 
 def calibration_samples(files: list[Path]) -> Iterator[np.ndarray]:
-    """Ten views per photo: full, mirrored, half resolution, an 80 % centre crop, 65 % and
-    50 % crops. Tight crops look like the close-ups the model also sees; together they
-    turn a few licence-clean photos into several dozen calibration samples."""
+    """Ten views per photo (:data:`VIEWS_PER_PHOTO`): full, mirrored, half resolution, an
+    80 % centre crop, 65 % and 50 % crops. Tight crops look like the close-ups the model
+    also sees; together they turn a few licence-clean photos into several dozen
+    calibration samples."""
     for path in files:
         rgb = read_image(path).rgb
         h, w = rgb.shape[:2]
@@ -240,7 +249,31 @@ def quantize_model(
     family: Family,
     progress: QuantizeProgress | None = None,
 ) -> float:
-    """Quantize ``fp32_path`` into ``out_path`` (atomically); returns the seconds it took."""
+    """Quantize ``fp32_path`` into ``out_path`` (atomically); returns the seconds it took.
+
+    ``progress`` hears of it from the start (see :data:`QuantizeProgress`); when it
+    raises, the build stops and leaves nothing behind: the work is done in a temporary
+    folder, and the int8 file appears in one rename at the end.
+    """
+    recipe = get_recipe(recipe_name)
+    start = time.perf_counter()
+    # The progress is known before any work: the first report comes at once (the
+    # imports, the reads and the graph's preparation before the first view showed
+    # nothing, 5 s for u2netp on two busy cores, and no cancel was seen then), and each
+    # slow part is a step, at which a cancel is also seen.
+    count = _view_count(len(images), recipe)
+    # The analysis measures every view itself; ORT's own calibration then sees one, or
+    # none where ORT takes the analysis' ranges as its calibration cache.
+    steps = SETUP_STEPS + count * (2 if recipe.rewrite else 1) + (1 if recipe.analyse else 0)
+    done = [0]
+
+    def step() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], steps)
+
+    if progress is not None:
+        progress(0, steps)
     import onnx
     from onnx import version_converter
     from onnxruntime import quantization as q
@@ -248,8 +281,6 @@ def quantize_model(
     from .graph_tools import is_fp16, upcast_fp16
     from .u2net_graph import prepare_graph
 
-    recipe = get_recipe(recipe_name)
-    start = time.perf_counter()
     model = onnx.load(str(fp32_path))
     if is_fp16(model):  # e.g. IMG.LY's IS-Net: fp16 weights and compute behind casts
         log.info("int8: %s is fp16; upcast (%d casts removed)", fp32_path.name, upcast_fp16(model))
@@ -259,22 +290,17 @@ def quantize_model(
     input_name = model.graph.input[0].name
     # The file's own input size when it declares a fixed one, as the session does.
     side = model.graph.input[0].type.tensor_type.shape.dim[-1].dim_value or family.input_size
+    step()  # read
     views = list(calibration_samples(images))
     if recipe.max_views is not None and len(views) > recipe.max_views:
         picks = np.linspace(0, len(views) - 1, recipe.max_views).round().astype(int)
         views = [views[i] for i in dict.fromkeys(picks.tolist())]
     batches = [preprocess(view, family, side) for view in views]
     del views
-    # The analysis measures every view itself; ORT's own calibration then sees one, or
-    # none where ORT takes the analysis' ranges as its calibration cache.
+    if len(batches) != count:  # the steps promised would not add up
+        raise AssertionError(f"{len(batches)} calibration views, {count} expected")
+    step()  # the views made
     calib_batches = batches[:1] if recipe.analyse else batches
-    steps = len(batches) * (2 if recipe.rewrite else 1) + (1 if recipe.analyse else 0)
-    done = [0]
-
-    def step() -> None:
-        done[0] += 1
-        if progress is not None:
-            progress(done[0], steps)
 
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bgremover-quant-") as tmp:
@@ -295,6 +321,8 @@ def quantize_model(
             if cache is not None:
                 calib_batches = []
                 step()  # the calibration view ORT no longer needs
+        else:
+            step()  # no graph to prepare: its step is done
         del batches
         src = Path(tmp) / "fp32.onnx"
         onnx.save(model, str(src))
@@ -331,12 +359,19 @@ def quantize_model(
             )
         finally:
             root.removeFilter(_quiet_advice)
+        step()  # quantized: the last step, before the file is written (not stopped then)
         partial = out_path.with_name(f".{out_path.name}.{os.getpid()}.part")
         shutil.copyfile(dst, partial)
         os.replace(partial, out_path)
     seconds = time.perf_counter() - start
     log.info("Quantized %s (%s) in %.1f s -> %s", fp32_path.name, recipe.name, seconds, out_path)
     return seconds
+
+
+def _view_count(photos: int, recipe: Recipe) -> int:
+    """How many calibration views a build over ``photos`` photos uses."""
+    views = photos * VIEWS_PER_PHOTO
+    return views if recipe.max_views is None else min(views, recipe.max_views)
 
 
 def _analysed_graph(
@@ -364,6 +399,7 @@ def _analysed_graph(
     del model
     # Symbolic shapes and constant folding: shape arithmetic (Resize sizes) becomes constant.
     quant_pre_process(str(pruned), str(folded))
+    step()  # the graph prepared
     found = analyse(folded, batches, step, recipe.mean_range)
     model = onnx.load(str(folded))
     weak = found.weakest(recipe.float_tensors, recipe.snr_floor_db)

@@ -32,7 +32,10 @@ log = logging.getLogger(__name__)
 def prepare_graph(
     model: Any, batches: list[np.ndarray], tmp: Path, step: Callable[[], None]
 ) -> tuple[Any, list[str]]:
-    """Rewrite an opset-13 U²-Net for faithful int8; returns the model and nodes kept in fp32."""
+    """Rewrite an opset-13 U²-Net for faithful int8; returns the model and nodes kept in fp32.
+
+    ``step`` is called once the graph's shapes are folded, then once per batch measured.
+    """
     import onnx
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -42,6 +45,7 @@ def prepare_graph(
     # Symbolic shapes and constant folding: the Shape/Gather/Concat chains computing the
     # Resize sizes become constants, so only real tensors get quantized.
     quant_pre_process(str(pruned), str(folded))
+    step()  # the graph prepared: a step of its own (it takes seconds), before the views'
     model = onnx.load(str(folded))
     producers = graph_tools.producers(model.graph)
     relus = [

@@ -174,6 +174,46 @@ def test_cancelled_quantization_leaves_nothing(tmp_path: Path, tiny_model: Path)
     assert not [p for p in leftovers if p.is_file()]
 
 
+def test_a_build_reports_before_any_work_and_makes_every_step_it_promised(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    """The first report came once the imports, the reads and the graph's preparation were
+    done (seconds for u2netp, with nothing shown and no cancel seen): it comes before any
+    of them, with the number of steps to come."""
+    from bgremover.families import FAMILIES
+    from bgremover.models import DownloadCancelled
+    from bgremover.quantize import SETUP_STEPS, VIEWS_PER_PHOTO, quantize_model
+
+    photos = calibration_files()
+    family = FAMILIES["u2net"]
+    seen: list[tuple[int, int]] = []
+
+    def stop_at_once(done: int, total: int) -> None:
+        seen.append((done, total))
+        raise DownloadCancelled()
+
+    # The fp32 file is not even there: the first report (and its cancel) comes before
+    # anything is read, and nothing is written.
+    out = tmp_path / "out" / "m.int8.onnx"
+    with pytest.raises(DownloadCancelled):
+        quantize_model(tmp_path / "absent.onnx", out, "naive", photos, family, stop_at_once)
+    assert seen == [(0, SETUP_STEPS + VIEWS_PER_PHOTO * len(photos))]
+    assert not out.parent.exists()
+
+    # Whole builds: one report per step, from 0 to the total promised at first (the
+    # generic recipe's analysis counts its 24 views, and one for ORT's calibration).
+    net = _build_net(tmp_path / "net.onnx", fp16=True)
+    for recipe, model, fam, total in (
+        ("naive", tiny_model, family, SETUP_STEPS + VIEWS_PER_PHOTO * len(photos)),
+        ("generic", net, FAMILIES["birefnet"], SETUP_STEPS + 24 + 1),
+    ):
+        seen.clear()
+        out.unlink(missing_ok=True)
+        quantize_model(model, out, recipe, photos, fam, lambda d, t: seen.append((d, t)))
+        assert seen == [(done, total) for done in range(total + 1)], recipe
+        assert out.is_file() and [p.name for p in out.parent.iterdir()] == [out.name]
+
+
 # --- int8 for any family: fp16 graphs, the generic recipe, the sensitivity analysis ---
 
 
