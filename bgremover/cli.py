@@ -264,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--edits",
         type=Path,
         metavar="FILE",
-        help="apply corrections to the mask made in the app (File > Export Edits), for "
+        help="apply corrections to the mask made in the app (Touch Up > Export Edits), for "
         "one input image; they replay on this run's model and settings (add --overwrite "
         "to redo an output that exists)",
     )
@@ -285,6 +285,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     presets = command("presets", help="list the export presets", epilog=None)
     presets.add_argument("--json", action="store_true", help="machine-readable output")
+    presets.add_argument(
+        "--remove",
+        metavar="NAME",
+        help="delete your preset NAME (a built-in of that name is used again)",
+    )
 
     models = command("models", help="list and download models", epilog=None)
     msub = models.add_subparsers(dest="models_command", metavar="ACTION")
@@ -632,8 +637,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
-    from .presets import load_presets, presets_dir
+    from .presets import BUILTIN, load_presets, presets_dir, remove_preset
 
+    if args.remove:
+        for path in remove_preset(args.remove):
+            print(f"removed {path}")
+        if args.remove in BUILTIN:
+            print(f"{args.remove}: the built-in preset is used again")
+        return EXIT_OK
     presets = load_presets()
     if args.json:
         rows = [
@@ -641,6 +652,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
                 "name": p.name,
                 "description": p.description,
                 "builtin": p.builtin,
+                "replaces_builtin": p.shadows_builtin,
                 "path": str(p.path) if p.path else None,
                 "options": dict(p.values),
             }
@@ -650,7 +662,12 @@ def cmd_presets(args: argparse.Namespace) -> int:
         return EXIT_OK
     width = max(len(name) for name in presets)
     for preset in presets.values():
-        where = "" if preset.builtin else f"  ({preset.path})"
+        where = "" if preset.builtin else f"  (yours: {preset.path})"
+        if preset.shadows_builtin:
+            where += (
+                f"\n{'':<{width}}    used instead of the built-in preset of this name; "
+                f"`bgremover presets --remove {preset.name}` brings the built-in back"
+            )
         print(f"{preset.name:<{width}}  {preset.description}{where}")
         print(f"{'':<{width}}    {preset.summary()}")
     print(f"\nYour own presets: TOML files in {presets_dir()} (see the README).")
