@@ -114,9 +114,18 @@ def _side(remover: Remover, result: Result, label: str) -> dict[str, Any]:
 MATERIAL_IOU = 0.98
 
 
-def verdict(iou: float, label_a: str, label_b: str, int8_b: GuardCheck | None) -> str:
+def verdict(
+    iou: float, label_a: str, label_b: str, int8_b: GuardCheck | None, reference: bool = True
+) -> str:
     """What B does to the photo, in words, and for B in int8 what the int8 guard makes
-    of it."""
+    of it. ``reference``: A is what B is held to (fp32 against int8 of one model); for
+    two models neither is, and a disagreement is said without taking a side."""
+    if iou < MATERIAL_IOU and not reference:
+        return (
+            f"{label_a} and {label_b} disagree on this photo: on {100 * (1 - iou):.1f} % of "
+            f"what either keeps (IoU {iou:.3f}). Neither is the reference: the panes show "
+            "where they differ, so look which one is right here."
+        )
     if iou < MATERIAL_IOU:
         text = (
             f"{label_b} changes this photo materially: its mask and {label_a}'s disagree "
@@ -131,6 +140,8 @@ def verdict(iou: float, label_a: str, label_b: str, int8_b: GuardCheck | None) -
                 "use fp32 for this photo."
             )
         return text
+    if not reference:
+        return f"{label_a} and {label_b} agree on this photo (IoU {iou:.3f})."
     text = f"{label_b} keeps {label_a}'s mask on this photo (IoU {iou:.3f})."
     if int8_b is not None and int8_b.in_doubt:
         text += " int8 was unsure of it, so with the guard on it is made in fp32."
@@ -156,7 +167,10 @@ def compare(
     metrics["guard_b"] = rb.guard.as_dict() if rb.guard is not None else None
     agreement = float(metrics["iou"])  # type: ignore[arg-type]
     metrics["material"] = agreement < MATERIAL_IOU
-    metrics["verdict"] = verdict(agreement, label_a, label_b, rb.guard)
+    # A warning only where A is the reference B is held to (int8 of the same model).
+    reference = is_precision_pair(a, b)
+    metrics["warning"] = metrics["material"] and reference
+    metrics["verdict"] = verdict(agreement, label_a, label_b, rb.guard, reference)
     metrics["infer_a_s"] = ra.timings["infer"]
     metrics["infer_b_s"] = rb.timings["infer"]
     if is_precision_pair(a, b):

@@ -145,9 +145,13 @@ def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
             else f"B ({label_b}) takes {1 / speed:.1f}× the time of A ({label_a})"
         )
         material = sum(r["material"] for r in rows)
-        if material:
+        if material and any(r["warning"] for r in rows):
             print(f"{label_b} changes {material} of {len(rows)} photos materially "
                   f"(IoU below {MATERIAL_IOU}).", flush=True)  # fmt: skip
+        elif material:
+            print(f"{label_a} and {label_b} disagree on {material} of {len(rows)} photos "
+                  f"(IoU below {MATERIAL_IOU}): see the sheets for which is right.",
+                  flush=True)  # fmt: skip
         print(
             f"{len(rows)} compared: mean IoU {np.mean([r['iou'] for r in rows]):.4f} "
             f"(min {min(r['iou'] for r in rows):.4f}), mean |Δα| "

@@ -145,3 +145,17 @@ def test_compare_shows_int8_as_it_is_and_says_when_it_changes_a_photo(
     assert sure["verdict"].startswith("u2netp int8 keeps u2netp fp32's mask on this photo")
     assert sure["verdict"] not in proc.stdout  # only what needs saying is printed
     assert "u2netp int8 changes 1 of 2 photos materially (IoU below 0.98)." in proc.stdout
+    assert unsure["warning"] is True and sure["warning"] is False
+
+
+def test_two_models_that_disagree_are_said_in_neutral_words() -> None:
+    """Neither of two models is the reference: a disagreement names no culprit."""
+    from bgremover.comparison import verdict
+
+    text = verdict(0.9, "u2netp fp32", "isnet-imgly fp32", None, reference=False)
+    assert text.startswith("u2netp fp32 and isnet-imgly fp32 disagree on this photo")
+    assert "Neither is the reference" in text and "changes" not in text
+    same = verdict(0.99, "u2netp fp32", "isnet-imgly fp32", None, reference=False)
+    assert same == "u2netp fp32 and isnet-imgly fp32 agree on this photo (IoU 0.990)."
+    held = verdict(0.9, "u2netp fp32", "u2netp int8", None)  # int8 is held to fp32
+    assert held.startswith("u2netp int8 changes this photo materially")
