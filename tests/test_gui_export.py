@@ -218,7 +218,7 @@ def test_saving_under_a_builtins_name_asks_and_the_builtin_comes_back(
     path = panel.save_as_preset("portrait-blur")
     assert asked and path == own_presets / "portrait-blur.toml"
     mine = load_presets()["portrait-blur"]
-    assert mine.shadows_builtin and mine.values["background"] == "#000000"
+    assert mine.shadows_builtin and mine.values["background"] == "#000000ff"
     assert panel.preset_box.currentData() == "portrait-blur"
     assert panel.remove_preset_button.isEnabled()
 
@@ -226,7 +226,7 @@ def test_saving_under_a_builtins_name_asks_and_the_builtin_comes_back(
     window._apply(background="#ffffff")
     assert panel.save_as_preset("portrait-blur") == path
     assert "already have a preset" in asked[0]
-    assert load_presets()["portrait-blur"].values["background"] == "#ffffff"
+    assert load_presets()["portrait-blur"].values["background"] == "#ffffffff"
 
     asked = answer_next_question("Remove")
     assert panel.remove_chosen_preset()

@@ -275,3 +275,22 @@ def test_batch_dialog_shows_its_settings_lists_failures_and_opens_the_output(
         QDesktopServices.unsetUrlHandler("file")
     assert catcher.urls == [QUrl.fromLocalFile(str(out))]
     assert (out / "photo.png").is_file()
+    # Where no file manager can be started (here: the offscreen platform has none), the
+    # dialog says so and gives the path instead of doing nothing visible.
+    assert not dialog.open_output_folder()
+    assert "No file manager could be started" in dialog.status.text()
+    assert str(out) in dialog.status.text() and QGuiApplication.clipboard().text() == str(out)
+
+
+def test_the_settings_and_the_edit_bar_look_like_what_they_are(qtbot, isolated_settings) -> None:
+    from conftest import make_window
+
+    window = make_window(qtbot)
+    # Every background choice has an icon of a swatch's size, so the names line up.
+    box = window.export_panel.background_box
+    assert all(not box.itemIcon(i).isNull() for i in range(box.count()))
+    # The note under the settings is text to read, not a switched-off control.
+    assert window.panel.applies_label.isEnabled()
+    # Every tool of the edit bar is drawn as a button, not only the one chosen.
+    buttons = window.edit_bar.buttons()
+    assert len(buttons) >= len(window.tool_actions) and not any(b.autoRaise() for b in buttons)

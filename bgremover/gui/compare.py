@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QSizePolicy,
+    QToolBar,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -34,6 +35,7 @@ from ..report import DEFAULT_HEAT_SCALE, HEAT_SCALES, heat_lut, heatmap, scale_l
 from .imageconv import to_qimage
 from .model_choice import (
     DEFAULT_SIDES,
+    ModelBox,
     Side,
     confirm_download,
     model_tooltip,
@@ -106,13 +108,42 @@ class HeatLegend(QWidget):
         painter.end()
 
 
+class ElidedLabel(QLabel):
+    """One line that ends in "…" where it is too long for its room (the whole text in
+    its tooltip), instead of being cut at both ends."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self.setToolTip(text)
+        self._elide()
+
+    def text(self) -> str:
+        return self._full
+
+    def minimumSizeHint(self) -> QSize:
+        height = super().minimumSizeHint().height()
+        return QSize(4 * self.fontMetrics().horizontalAdvance("…"), height)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, self.width())
+        super().setText(shown)
+
+
 class ComparePane(QWidget):
     """A title above one of the locked views."""
 
     def __init__(self, title: str, view: ImageView, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.view = view
-        self.title = QLabel(title)
+        self.title = ElidedLabel(title)
         self.title.setAlignment(Qt.AlignmentFlag.AlignCenter)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -248,12 +279,13 @@ class SideChooser(QWidget):
         self.name = name
         self._store = store
         self._current_model = ""
-        self.model_box = QComboBox()
-        # Narrow in the bar (the window's width is not the labels'); the list opens wide.
+        self.model_box = ModelBox()
+        # Narrow in the bar (both sides fit a 1024 px window); the list opens wide, inside
+        # the window.
         self.model_box.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
         )
-        self.model_box.setMinimumContentsLength(20)
+        self.model_box.setMinimumContentsLength(10)
         self.model_box.addItem("current model", None)
         for spec_name, spec in REGISTRY.items():
             self.model_box.addItem(spec_name, spec_name)
@@ -398,15 +430,21 @@ class ComparisonView(QWidget):
         sides.addWidget(self.side_b)
         sides.addStretch(1)
 
-        tools = QHBoxLayout()
+        # A tool bar: in a narrow window (1024 px) what does not fit is behind its ">>".
+        tools = QToolBar()
+        tools.setMovable(False)
+        tools.setFloatable(False)
         tools.addWidget(self.fit_button)
         tools.addWidget(self.actual_button)
-        tools.addSpacing(12)
+        tools.addSeparator()
         tools.addWidget(self.raw_toggle)
-        tools.addStretch(1)
+        stretch = QWidget()
+        stretch.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        tools.addWidget(stretch)
         tools.addWidget(self.scale_box)
-        tools.addSpacing(6)
-        tools.addWidget(self.legend, 0, Qt.AlignmentFlag.AlignVCenter)
+        tools.addWidget(self.legend)
+        for button in (self.fit_button, self.actual_button):
+            button.setAutoRaise(False)  # buttons, as on the Result tab
 
         form = QFormLayout()
         form.setVerticalSpacing(2)
@@ -424,7 +462,7 @@ class ComparisonView(QWidget):
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.numbers[key] = value
             form.addRow(text + ":", value)
-        #: What B does to the photo, in words (a warning when it changes it materially).
+        #: What B does to the photo, in words (a warning when int8 changes it materially).
         self.verdict = QLabel("")
         self.verdict.setWordWrap(True)
         self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -437,7 +475,7 @@ class ComparisonView(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addLayout(sides)
-        layout.addLayout(tools)
+        layout.addWidget(tools)
         layout.addWidget(self.pane_area, 1)
         layout.addWidget(self.verdict)
         layout.addWidget(self.numbers_box)
@@ -507,9 +545,11 @@ class ComparisonView(QWidget):
         )
         self.numbers["max"].setText(f"{m['max_abs']:.3f}")
         self.numbers["iou"].setText(f"{m['iou']:.4f}")
-        self.verdict.setText(("⚠ " if m["material"] else "") + m["verdict"])
-        # A material change is a warning, drawn as one; otherwise a quiet note.
-        self.verdict.setStyleSheet("color: #b00020; font-weight: bold;" if m["material"] else "")
+        # What int8 breaks is a warning, drawn as one; two models that disagree are said
+        # in neutral words (neither is the reference), and agreement is a quiet note.
+        warning = bool(m.get("warning", m["material"]))
+        self.verdict.setText(("⚠ " if warning else "") + m["verdict"])
+        self.verdict.setStyleSheet("color: #b00020; font-weight: bold;" if warning else "")
         ta, tb = m["infer_a_s"], m["infer_b_s"]
         self.numbers["t32"].setText(f"{1000 * ta:.0f} ms  ({c.label_a})")
         ratio = c.speed_ratio

@@ -397,10 +397,20 @@ class BatchDialog(QDialog):
         self.status.setText(text)
         self.open_button.setVisible(self._output is not None and self._output.is_dir())
 
-    def open_output_folder(self) -> None:
-        """The output folder in the system's file manager."""
-        if self._output is not None:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._output)))
+    def open_output_folder(self) -> bool:
+        """The output folder in the system's file manager; whether one was started. Where
+        none can be (no file manager, no desktop), the dialog says so and gives the path,
+        copied to the clipboard."""
+        if self._output is None:
+            return False
+        if QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._output))):
+            return True
+        QGuiApplication.clipboard().setText(str(self._output))
+        self.status.setText(
+            f"{self.status.text()}\nNo file manager could be started to show the folder. The "
+            f"cutouts are in {self._output} (the path is copied to the clipboard)."
+        )
+        return False
 
     def _add_failure(self, path: Path | None, reason: str) -> None:
         if self.failures.isHidden():

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QGraphicsView,
     QHBoxLayout,
     QLabel,
+    QSizePolicy,
     QSpinBox,
     QToolBar,
     QToolButton,
@@ -383,6 +384,16 @@ class EditBar(QToolBar):
                 self.addSeparator()
             else:
                 self.addAction(action)
+        # Every tool and action looks like a button (a tool bar draws them flat until
+        # one is checked), and the column's buttons are one width.
+        for button in self.buttons():
+            button.setAutoRaise(False)
+            button.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def buttons(self) -> list[QToolButton]:
+        """The bar's buttons, one per action, top to bottom."""
+        found = (self.widgetForAction(action) for action in self.actions())
+        return [b for b in found if isinstance(b, QToolButton)]
 
     def _show_radius(self, radius: float) -> None:
         self.size_spin.blockSignals(True)
@@ -393,7 +404,6 @@ class EditBar(QToolBar):
 def _button(action: QAction) -> QToolButton:
     button = QToolButton()
     button.setDefaultAction(action)
-    button.setAutoRaise(True)
     return button
 
 

@@ -20,6 +20,7 @@ from PySide6.QtGui import (
     QIcon,
     QPainter,
     QPixmap,
+    QRadialGradient,
     QRegularExpressionValidator,
 )
 from PySide6.QtWidgets import (
@@ -98,6 +99,38 @@ def colour_swatch(colour: str, size: int = 16) -> QIcon:
         painter.fillRect(0, 0, half, half, QColor(204, 204, 204))
         painter.fillRect(half, half, half, half, QColor(204, 204, 204))
     painter.setPen(QColor(128, 128, 128))
+    painter.drawRect(0, 0, size - 1, size - 1)
+    painter.end()
+    return QIcon(pixmap)
+
+
+def choice_icon(kind: str, size: int = 16) -> QIcon:
+    """An icon of a swatch's size for the background choices that are no colour, so
+    that every item's text lines up: ``CHOOSE_COLOUR`` (four colours), ``BLUR`` (a
+    soft blot) or ``IMAGE`` (a small landscape)."""
+    pixmap = QPixmap(size, size)
+    pixmap.fill(QColor(245, 245, 245))
+    painter = QPainter(pixmap)
+    half = size // 2
+    if kind == CHOOSE_COLOUR:
+        for (x, y), rgb in zip(
+            ((0, 0), (half, 0), (0, half), (half, half)),
+            ((214, 69, 65), (240, 190, 50), (60, 150, 90), (60, 110, 200)),
+            strict=True,
+        ):
+            painter.fillRect(x, y, size - half, size - half, QColor(*rgb))
+    elif kind == BLUR:
+        gradient = QRadialGradient(half, half, half)
+        gradient.setColorAt(0.0, QColor(90, 120, 160))
+        gradient.setColorAt(1.0, QColor(225, 230, 238))
+        painter.fillRect(0, 0, size, size, gradient)
+    else:
+        painter.fillRect(0, 0, size, size, QColor(150, 195, 235))
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor(80, 150, 80))
+        painter.drawEllipse(-half // 2, half, size + half, size)
+    painter.setPen(QColor(128, 128, 128))
+    painter.setBrush(Qt.BrushStyle.NoBrush)
     painter.drawRect(0, 0, size - 1, size - 1)
     painter.end()
     return QIcon(pixmap)
@@ -192,9 +225,9 @@ class ExportPanel(QGroupBox):
         )
         for colour, label in BACKGROUNDS.items():
             self.background_box.addItem(colour_swatch(colour), label, colour)
-        self.background_box.addItem("Other colour…", CHOOSE_COLOUR)
-        self.background_box.addItem("Blur of the photo", BLUR)
-        self.background_box.addItem("Image…", CHOOSE_IMAGE)
+        self.background_box.addItem(choice_icon(CHOOSE_COLOUR), "Other colour…", CHOOSE_COLOUR)
+        self.background_box.addItem(choice_icon(BLUR), "Blur of the photo", BLUR)
+        self.background_box.addItem(choice_icon(IMAGE), "Image…", CHOOSE_IMAGE)
         self.background_box.activated.connect(self._background_chosen)
         self.blur_spin = QDoubleSpinBox()
         self.blur_spin.setRange(0.1, 20.0)
@@ -612,7 +645,7 @@ class ExportPanel(QGroupBox):
         if s.background_image:
             label = f"Image: {Path(s.background_image).name}"
             if image_item < 0:
-                box.insertItem(box.findData(CHOOSE_IMAGE), label, IMAGE)
+                box.insertItem(box.findData(CHOOSE_IMAGE), choice_icon(IMAGE), label, IMAGE)
                 image_item = box.findData(IMAGE)
             box.setItemText(image_item, label)
             box.setItemData(image_item, s.background_image, Qt.ItemDataRole.ToolTipRole)

@@ -88,6 +88,19 @@ def relabel_models(box: QComboBox, store: ModelStore) -> None:
     box.view().setMinimumWidth(widest + 3 * metrics.averageCharWidth())
 
 
+class ModelBox(QComboBox):
+    """The model choice: its list, wider than the box for the labels, opens inside the
+    window (moved left where it would run past the window's right edge)."""
+
+    def showPopup(self) -> None:
+        super().showPopup()
+        popup = self.view().window()
+        right = self.window().geometry().right()
+        overrun = popup.geometry().right() - right
+        if overrun > 0:
+            popup.move(max(popup.x() - overrun, self.window().geometry().left()), popup.y())
+
+
 def needs_download(model: str, store: ModelStore) -> ModelSpec | None:
     """The registry spec of ``model`` when choosing it means a download; else None."""
     spec = REGISTRY.get(model)

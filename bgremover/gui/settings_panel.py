@@ -19,6 +19,7 @@ from ..models import PRECISIONS, REGISTRY, ModelStore
 from ..session import available_providers
 from .export_panel import BACKGROUNDS, CHOOSE_COLOUR, ExportPanel, colour_swatch, select_data
 from .model_choice import (
+    ModelBox,
     confirm_download,
     model_label,
     model_tooltip,
@@ -57,7 +58,12 @@ class SettingsPanel(QWidget):
     def __init__(self, settings: Settings, store: ModelStore, parent: QWidget | None = None):
         super().__init__(parent)
         self._store = store
-        self.model_box = QComboBox()
+        self.model_box = ModelBox()
+        # As wide as the pane allows, not as the longest label (the list opens wide).
+        self.model_box.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.model_box.setMinimumContentsLength(16)
         # The labels (size, cached, licence mark) are long: the list opens wide instead.
         self.model_box.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
@@ -119,7 +125,11 @@ class SettingsPanel(QWidget):
         self.fallback_label.setWordWrap(True)
         self.applies_label = QLabel(APPLIES_TO)
         self.applies_label.setWordWrap(True)
-        self.applies_label.setEnabled(False)  # drawn as a quiet note
+        # A note to read, in the text's own colour (a disabled label reads as switched off).
+        note = self.applies_label.font()
+        if note.pointSizeF() > 0:
+            note.setPointSizeF(note.pointSizeF() * 0.9)
+            self.applies_label.setFont(note)
 
         engine = QWidget()
         form = QFormLayout(engine)
