@@ -294,3 +294,13 @@ def test_the_settings_and_the_edit_bar_look_like_what_they_are(qtbot, isolated_s
     # Every tool of the edit bar is drawn as a button, not only the one chosen.
     buttons = window.edit_bar.buttons()
     assert len(buttons) >= len(window.tool_actions) and not any(b.autoRaise() for b in buttons)
+
+
+def test_the_window_fits_a_1024_by_768_screen(qtbot, isolated_settings) -> None:
+    from conftest import make_window
+
+    window = make_window(qtbot)
+    hint = window.minimumSizeHint()
+    assert hint.width() <= 1024 - 16 and hint.height() <= 768 - 64  # room for a frame
+    window.resize(1024, 700)
+    assert window.width() <= 1024

@@ -124,6 +124,10 @@ class ElidedLabel(QLabel):
     def text(self) -> str:
         return self._full
 
+    def sizeHint(self) -> QSize:  # the whole text's, not the shortened one's
+        width = self.fontMetrics().horizontalAdvance(self._full) + 2 * self.margin() + 4
+        return QSize(width, super().sizeHint().height())
+
     def minimumSizeHint(self) -> QSize:
         height = super().minimumSizeHint().height()
         return QSize(4 * self.fontMetrics().horizontalAdvance("…"), height)
@@ -306,7 +310,7 @@ class SideChooser(QWidget):
         label = QLabel(f"{name}:")
         label.setBuddy(self.model_box)
         layout.addWidget(label)
-        layout.addWidget(self.model_box)
+        layout.addWidget(self.model_box, 1)
         layout.addWidget(self.precision_box)
         self.model_box.currentIndexChanged.connect(self._chosen)
         self.precision_box.currentIndexChanged.connect(self._chosen)
@@ -425,10 +429,9 @@ class ComparisonView(QWidget):
         self.placeholder = self.pane_area.placeholder
 
         sides = QHBoxLayout()
-        sides.addWidget(self.side_a)
+        sides.addWidget(self.side_a, 1)
         sides.addSpacing(12)
-        sides.addWidget(self.side_b)
-        sides.addStretch(1)
+        sides.addWidget(self.side_b, 1)
 
         # A tool bar: in a narrow window (1024 px) what does not fit is behind its ">>".
         tools = QToolBar()
@@ -458,7 +461,7 @@ class ComparisonView(QWidget):
             ("prov", "providers"),
             ("raw", "raw output range A | B"),
         ):
-            value = QLabel("–")
+            value = ElidedLabel("–")  # in a narrow window a long one ends in "…"
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.numbers[key] = value
             form.addRow(text + ":", value)
