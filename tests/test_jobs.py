@@ -134,3 +134,34 @@ def test_cancel_where_and_shutdown(qtbot, runner) -> None:
     assert not runner.busy()
     with pytest.raises(RuntimeError, match="shut down"):
         runner.submit("t", lambda ctx: None)
+
+
+def test_a_job_waits_for_several_and_who_waits_for_a_job_is_known(qtbot, runner) -> None:
+    """A comparison waits for the preparation of both its sides: blocked by either one's
+    failure; and what still waits for a job is known, so work nobody waits for any more
+    can be stopped."""
+    gate = threading.Event()
+    ends = Ends(runner)
+
+    def held(ctx):
+        while not gate.wait(0.01):
+            ctx.token.check()
+        return "a"
+
+    def bad(ctx):
+        raise ImageReadError("b could not be had")
+
+    a = runner.submit("prepare", held)
+    b = runner.submit("prepare", bad)
+    both = runner.submit("compare", lambda ctx: "ran", after=(a, None, b))
+    only_a = runner.submit("compare", lambda ctx: "ran", after=a)
+    assert both.after == (a, b)
+    assert runner.waiting_for(a) == [both, only_a] and runner.waiting_for(b) == [both]
+    runner.cancel(only_a.id)
+    assert runner.waiting_for(a) == [both]  # a withdrawn job waits for nothing
+    with qtbot.waitSignals([runner.ended] * 4, timeout=WAIT_MS):
+        gate.set()
+    (end,) = ends.of(both)
+    assert end.state is JobState.CANCELLED and end.blocked_by == ends.of(b)[0]
+    assert end.cause.message == "b could not be had"
+    assert ends.of(a)[0].ok and runner.waiting_for(a) == []

@@ -22,10 +22,13 @@ withdrawn at once (it ends "cancelled" without running); a running one has its
 token set and ends at its next check. Nothing else is ever cancelled by
 accident: there is no runner-wide flag.
 
-A job may wait for an earlier one (``after``): the work of many images waits for
-the one job that obtains their model. If that job does not succeed, the jobs
-waiting for it end "cancelled" without running, with ``blocked_by`` saying why,
-so a model that cannot be downloaded is tried once, not once per image.
+A job may wait for earlier ones (``after``): the work of many images waits for
+the one job that obtains their model, a comparison for the jobs that obtain its two.
+If one of them does not succeed, the jobs waiting for it end "cancelled" without
+running, with ``blocked_by`` saying why, so a model that cannot be downloaded is
+tried once, not once per image. What waits for a job is known from the jobs still
+to run (:meth:`JobRunner.waiting_for`), so that work nothing waits for any more can
+be cancelled.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import itertools
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,8 +103,8 @@ class Job:
     tag: Hashable = None
     token: CancelToken = field(default_factory=CancelToken, repr=False)
     state: JobState = JobState.PENDING
-    #: A job of the same runner, submitted earlier, that must succeed before this one runs.
-    after: Job | None = field(default=None, repr=False)
+    #: Jobs of the same runner, submitted earlier, that must succeed before this one runs.
+    after: tuple[Job, ...] = field(default=(), repr=False)
     #: How it ended, once it has.
     end: JobEnd | None = field(default=None, repr=False)
     on_end: Callable[[JobEnd], None] | None = field(default=None, repr=False)
@@ -183,16 +186,24 @@ class JobRunner(QObject):
         tag: Hashable = None,
         on_end: Callable[[JobEnd], None] | None = None,
         on_progress: Callable[[int, Any], None] | None = None,
-        after: Job | None = None,
+        after: Job | Iterable[Job | None] | None = None,
     ) -> Job:
         """Queue ``work``; ``on_end(end)`` and ``on_progress(job_id, payload)`` are called
         on the GUI thread.
 
         Called from the GUI thread (the callbacks' bookkeeping lives there). With
-        ``after``, the job runs only if that job (submitted earlier here) succeeds.
+        ``after`` (a job, or several; None among them is ignored), the job runs only if
+        they (submitted earlier here) succeed.
         """
+        needs = (after,) if isinstance(after, Job) else tuple(after or ())
         job = Job(
-            next(self._ids), kind, work, tag, after=after, on_end=on_end, on_progress=on_progress
+            next(self._ids),
+            kind,
+            work,
+            tag,
+            after=tuple(j for j in needs if j is not None),
+            on_end=on_end,
+            on_progress=on_progress,
         )
         if on_end is not None or on_progress is not None:
             self._callbacks[job.id] = job
@@ -232,6 +243,13 @@ class JobRunner(QObject):
         """The jobs that have not ended, the running one first, then in queue order."""
         with self._lock:
             return ([self._running] if self._running else []) + list(self._pending)
+
+    def waiting_for(self, job: Job) -> list[Job]:
+        """The jobs still to run here that wait for ``job`` and are not being cancelled."""
+        with self._lock:
+            return [
+                j for j in self._pending if not j.token.cancelled and any(a is job for a in j.after)
+            ]
 
     def job(self, job_id: int) -> Job | None:
         with self._lock:
@@ -274,8 +292,8 @@ class JobRunner(QObject):
 
     def _loop(self) -> None:
         while (job := self._next()) is not None:
-            blocker = job.after.end if job.after is not None else None
-            if blocker is not None and not blocker.ok:
+            blocker = next((a.end for a in job.after if a.end is not None and not a.end.ok), None)
+            if blocker is not None:
                 end = JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED, blocked_by=blocker)
             else:
                 self._post("started", job)

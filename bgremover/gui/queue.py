@@ -33,6 +33,8 @@ from .worker import Compared, Processed
 
 #: What the queue's row and the detail pane add for an image the user has edited.
 EDITED_MARK = "✎ edited"
+#: What the queue's row adds for a result made with a model or precision changed since.
+OUT_OF_DATE_MARK = "out of date"
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,12 @@ class QueueEntry:
     #: saved.
     saved_to: Path | None = None
     saved_with: tuple[Any, Any, Edits | None] | None = None
+    #: The model settings (an EngineConfig without refinement) its result was made with,
+    #: kept when the result is dropped from memory; None before a result.
+    made_with: Any = None
+    #: Done with other model settings than the current ones: made again when shown or
+    #: saved, and the row says so until then.
+    out_of_date: bool = False
 
     @property
     def edited(self) -> bool:
@@ -138,9 +146,30 @@ class QueueEntry:
         return text
 
     @property
+    def stale(self) -> bool:
+        """Done, with a model or precision that is no longer the setting."""
+        return self.out_of_date and self.status is Status.DONE
+
+    @property
     def status_text(self) -> str:
-        """The status as the queue's row shows it, with the edited mark."""
-        return f"{self.status.value} · {EDITED_MARK}" if self.edits else self.status.value
+        """The status as the queue's row shows it, with the out-of-date and edited marks."""
+        parts = [self.status.value]
+        if self.stale:
+            parts.append(OUT_OF_DATE_MARK)
+        if self.edits:
+            parts.append(EDITED_MARK)
+        return " · ".join(parts)
+
+    @property
+    def stale_note(self) -> str:
+        """For a result out of date: what it was made with, and when it is made again."""
+        made = self.made_with
+        if not self.stale or made is None:
+            return ""
+        return (
+            f"Made with {Path(made.model).name} {made.precision}, which is no longer the "
+            "setting: it is made again when you show or save it."
+        )
 
     def pixels(self) -> int:
         """Pixels of full-size data held (a comparison holds two results)."""
@@ -238,7 +267,10 @@ class QueueModel(QAbstractListModel):
             return entry.status_text
         if role == Qt.ItemDataRole.ToolTipRole:
             where = str(entry.source) if isinstance(entry.source, Path) else entry.name
-            return f"{where}\n{entry.error}" if entry.error else f"{where}: {entry.status_text}"
+            if entry.error:
+                return f"{where}\n{entry.error}"
+            note = entry.stale_note
+            return f"{where}: {entry.status_text}" + (f"\n{note}" if note else "")
         if role == Qt.ItemDataRole.DecorationRole:
             return self._icon(entry)
         if role == ID_ROLE:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -47,6 +48,11 @@ def side_config(config: EngineConfig, side: Side) -> EngineConfig:
     return model_key(replace(config, precision=precision))
 
 
+def side_name(config: EngineConfig) -> str:
+    """A model and precision as the user reads them: "u2netp int8"."""
+    return f"{Path(config.model).name} {config.precision}"
+
+
 def compare_pair(
     config: EngineConfig, sides: tuple[Side, Side]
 ) -> tuple[EngineConfig, EngineConfig]:
@@ -68,6 +74,9 @@ class QueueJobs(QObject):
     preparing = Signal(int, object)  # job id, Preparing
     #: A model was prepared: it may just have been downloaded.
     prepared = Signal(object)  # EngineConfig
+    #: Model preparations nothing waits for any more were cancelled (see
+    #: :meth:`release_unneeded`): what and why in words, and their job ids.
+    released = Signal(str, object)  # message, list[int]
     #: An edit request ended: the entry, the box of the photo it changed (None: nothing
     #: changed, or its result was superseded) and the request.
     edited = Signal(object, object, object)  # QueueEntry, Box | None, EditRequest
@@ -92,6 +101,9 @@ class QueueJobs(QObject):
         self._prepare_jobs: dict[EngineConfig, Job] = {}
         #: Per running edit job: the result it was applied to.
         self._edit_on: dict[int, Processed] = {}
+        #: Preparation jobs cancelled because nothing waited for them: a later request for
+        #: their model gets a new job rather than waiting for one that is stopping.
+        self._released: set[int] = set()
         engine.started.connect(self._on_started)
 
     # -- submitting ----------------------------------------------------------------
@@ -129,15 +141,15 @@ class QueueJobs(QObject):
         a, b = compare_pair(self._settings().engine(), sides)
         source = entry.source
         # Each int8 model is made from its fp32 one: preparing it prepares both. The
-        # engine runs jobs in order, so A's preparation runs before B's.
-        prepare_a, prepare_b = self.prepare(a), self.prepare(b)
+        # engine runs jobs in order, so A's preparation runs before B's. The comparison
+        # waits for both: while it does, they are its work (see release_unneeded).
         job = self.engine.submit(
             "compare",
             lambda ctx: self.worker.compare(ctx, source, a, b),
             tag=("compare", entry.item_id, (a, b)),
             on_end=self._on_compare_end,
             on_progress=self.report_progress,
-            after=prepare_b or prepare_a,
+            after=(self.prepare(a), self.prepare(b)),
         )
         entry.compare_job, entry.compare_error, entry.compare_cancelled = job.id, "", False
         return job
@@ -305,6 +317,8 @@ class QueueJobs(QObject):
         """
         key = model_key(config)
         job = self._prepare_jobs.get(key)
+        if job is not None and job.id in self._released:
+            job = None  # stopping because nothing needed it: a new request starts anew
         # A failure counts from the moment the engine thread knows it: work asked for
         # before its end reaches this thread (and forgets the model) waits on it and is
         # blocked by it, instead of trying the model a second time.
@@ -324,6 +338,57 @@ class QueueJobs(QObject):
         self._prepare_jobs[key] = job
         return job
 
+    def release_unneeded(self, why: str) -> list[int]:
+        """Cancel the model preparations (downloads, int8 builds) that no job waits for
+        any more, and say so with ``why`` (what the user changed); their job ids.
+
+        A preparation belongs to the work that waits for it: the images of one model, a
+        comparison, a batch. When that work was withdrawn (other sides chosen for the
+        comparison, another model or precision set, the images removed), the preparation
+        stops at its next check, leaving nothing half-made, and the work asked for
+        instead runs next. One still waited for by other work (a batch, other images)
+        goes on. Called once the new work is submitted, so that it keeps what it shares
+        with the old.
+        """
+        released: list[Job] = []
+        changed = True
+        while changed:  # an int8 build released leaves its fp32 download unneeded too
+            changed = False
+            for job in list(self._prepare_jobs.values()):
+                if (
+                    job.id in self._released
+                    or job.state not in (JobState.PENDING, JobState.RUNNING)
+                    or job.token.cancelled
+                    or self.engine.waiting_for(job)
+                ):
+                    continue
+                if self.engine.cancel(job.id):
+                    self._released.add(job.id)
+                    released.append(job)
+                    changed = True
+        if not released:
+            return []
+        # The one the status bar shows (it ran) is the one to name; others waited for it.
+        shown = next((j for j in released if j.state is JobState.RUNNING), released[0])
+        config = shown.tag[-1]
+        if config.precision == "int8":
+            what = f"Stopped making the int8 version of {config.model}"
+        else:
+            what = f"Stopped obtaining the model {config.model}"
+        message = f"{what}: nothing waits for it any more ({why}); nothing half-made was kept."
+        ids = [j.id for j in released]
+        self.released.emit(message, ids)
+        return ids
+
+    def release_for_settings(self) -> list[int]:
+        """:meth:`release_unneeded` after the model settings changed."""
+        return self.release_unneeded(f"the setting is now {side_name(self._settings().engine())}")
+
+    def release_for_sides(self, sides: tuple[Side, Side]) -> list[int]:
+        """:meth:`release_unneeded` after the comparison's sides changed."""
+        a, b = compare_pair(self._settings().engine(), sides)
+        return self.release_unneeded(f"the comparison is now {side_name(a)} | {side_name(b)}")
+
     def forget_model(self, config: EngineConfig) -> None:
         """The model of ``config`` failed: the next work that needs it prepares it again."""
         self._prepare_jobs.pop(model_key(config), None)
@@ -332,8 +397,10 @@ class QueueJobs(QObject):
         """Images still waiting run with the settings as they are now (they just changed).
 
         Comparisons depend on the model: those running or done are dropped, to be made
-        again when shown.
+        again when shown. Finished images made with other model settings say they are
+        out of date (:meth:`mark_out_of_date`).
         """
+        self.mark_out_of_date()
         for entry in self.queue.entries():
             job = self.engine.job(entry.job) if entry.job is not None else None
             if job is not None and job.state is JobState.PENDING:
@@ -342,6 +409,18 @@ class QueueJobs(QObject):
                 self.engine.cancel(entry.compare_job)
                 entry.compare_job = None
             entry.compared = None
+
+    def mark_out_of_date(self) -> None:
+        """Each finished image whose result was made with other model settings (model,
+        precision, providers, threads) than the current ones is marked out of date in
+        the queue, and one made with them again is not: it is made again when shown or
+        saved, and its row says so until then."""
+        key = model_key(self._settings().engine())
+        for entry in self.queue.entries():
+            stale = entry.status is Status.DONE and entry.made_with not in (None, key)
+            if stale != entry.out_of_date:
+                entry.out_of_date = stale
+                self.queue.changed(entry)
 
     def reprocess(self) -> None:
         """Every image again with the current settings; comparisons made again when shown."""
@@ -353,13 +432,15 @@ class QueueJobs(QObject):
             self.process(entry)
 
     def stop(self, entry: QueueEntry) -> None:
-        """Cancel the work for ``entry`` (queued jobs are withdrawn, a running one stops)."""
+        """Cancel the work for ``entry`` (queued jobs are withdrawn, a running one stops),
+        and the model preparations that only it waited for."""
         for job_id in (entry.job, entry.compare_job):
             if job_id is not None:
                 self.engine.cancel(job_id)
         self._cancel_restage(entry)
         entry.edit_queue.clear()
         entry.job = entry.compare_job = None
+        self.release_unneeded("the images that needed it were removed from the queue")
 
     def check_settled(self) -> None:
         busy = any(
@@ -388,11 +469,17 @@ class QueueJobs(QObject):
             self.changed.emit(entry)
 
     def _on_prepare_end(self, end: JobEnd) -> None:
+        released = end.job_id in self._released
+        self._released.discard(end.job_id)
         if end.ok:
             self.prepared.emit(end.tag[-1])
         elif end.state is JobState.FAILED:
-            self.forget_model(end.tag[-1])
-            self.failed.emit(end)
+            key = model_key(end.tag[-1])
+            current = self._prepare_jobs.get(key)
+            if current is not None and current.id == end.job_id:
+                self.forget_model(key)  # not a newer job asked for since
+            if not released:  # a failure of work nobody waits for is nobody's news
+                self.failed.emit(end)
 
     def _entry_for(self, end: JobEnd, attr: str) -> QueueEntry | None:
         """The entry a job's end is for, if that job is still the one it waits on."""
@@ -422,6 +509,8 @@ class QueueJobs(QObject):
         if end.ok:
             p = end.result
             entry.status, entry.error, entry.processed, entry.thumb = Status.DONE, "", p, p.thumb
+            entry.made_with = model_key(p.config)
+            entry.out_of_date = entry.made_with != model_key(self._settings().engine())
             self.queue.keep_loaded(entry)
             self._pump(entry)  # edits asked for while it was being made
         elif cause.state is JobState.FAILED:

@@ -40,9 +40,14 @@ class PreparationBar(QWidget):
         self.task = ""
         #: When the task shown began, and how far it was then: for the time left.
         self._since: tuple[float, int] = (0.0, 0)
+        #: The job told to stop (Cancel, or nothing waits for it): its last progress,
+        #: still arriving, no longer shows.
+        self._stopping: int | None = None
         self.hide()
 
     def show_progress(self, job_id: int, p: Preparing) -> None:
+        if job_id == self._stopping:
+            return
         if (job_id, p.task) != (self.job_id, self.task):
             self._since = (time.monotonic(), p.done)
         self.job_id, self.task = job_id, p.task
@@ -78,8 +83,16 @@ class PreparationBar(QWidget):
             self.job_id = None
             self.hide()
 
+    def stopping(self, job_ids: list[int]) -> None:
+        """The preparation shown is among ``job_ids``, being stopped: say so until it ends."""
+        if self.job_id is not None and self.job_id in job_ids:
+            self._stopping = self.job_id
+            self.cancel_button.setEnabled(False)
+            self.label.setText("Stopping…")  # the status line beside it says why
+
     def _cancel(self) -> None:
         if self.job_id is not None:
+            self._stopping = self.job_id
             self.cancel_button.setEnabled(False)
             self.label.setText("Cancelling…")
             self.cancelRequested.emit(self.job_id)

@@ -134,7 +134,7 @@ class MainWindow(QMainWindow):
         self.jobs.changed.connect(self._on_entry_changed)
         self.jobs.settled.connect(self.settled)
         self.jobs.failed.connect(self._report_failure)
-        self.jobs.prepared.connect(lambda _: self._refresh_model_labels())
+        self.jobs.prepared.connect(self._on_model_prepared)
         self.jobs.edited.connect(self._on_edited)
 
         self._build_central()
@@ -269,6 +269,10 @@ class MainWindow(QMainWindow):
         self.jobs.preparing.connect(self.preparation.show_progress)
         # Whichever way a job ends, its model preparation is no longer shown.
         self.engine.ended.connect(lambda end: self.preparation.finish(end.job_id))
+        # A preparation nothing waits for any more is stopped: the bar and the status
+        # line say what and why.
+        self.jobs.released.connect(lambda _text, ids: self.preparation.stopping(ids))
+        self.jobs.released.connect(lambda text, _ids: self.statusBar().showMessage(text, 15000))
         self.statusBar().addPermanentWidget(self.preparation)
         self.provider_label = QLabel("")
         self.statusBar().addPermanentWidget(self.provider_label)
@@ -556,6 +560,8 @@ class MainWindow(QMainWindow):
         ):
             self._request_current()
             self._show_current()
+        if self.settings.engine() != before.engine():
+            self.jobs.release_for_settings()  # a download or build for the old settings
 
     def _forget_missing_model_file(self) -> None:
         """A model file remembered from an earlier run that is gone: back to the default."""
@@ -817,6 +823,13 @@ class MainWindow(QMainWindow):
         self.panel.refresh_model_labels()
         self.compare.refresh_model_labels()
 
+    def _on_model_prepared(self, config: EngineConfig) -> None:
+        """A model is ready: the lists say it is cached, and the note of its download
+        ("Obtaining … from …") gives way to the news instead of outliving it."""
+        self._refresh_model_labels()
+        if self.statusBar().currentMessage().startswith(f"Obtaining {config.model} from "):
+            self.statusBar().showMessage(f"The model {config.model} is ready.", 5000)
+
     def compare_pair(self) -> tuple[EngineConfig, EngineConfig]:
         """The configs of the comparison's sides A and B as chosen now."""
         return compare_pair(self.settings.engine(), self.compare.sides())
@@ -833,6 +846,7 @@ class MainWindow(QMainWindow):
             self.jobs.drop_comparison(entry)
             self.jobs.check_settled()
         self._request_current()
+        self.jobs.release_for_sides(self.compare.sides())  # e.g. the old B's int8 build
         self._show_current()
 
     def show_compare(self) -> None:
