@@ -59,6 +59,8 @@ def test_comparison_view_shows_masks_heatmap_and_numbers(qtbot, window, u2netp_i
     assert view.result is not None
     for pane in (view.a_view, view.b_view, view.diff_view):
         assert pane.has_image()
+    # The result shows the panes; a message (none now) would stand alone in their place.
+    assert all(p.isVisible() for p in view.panes) and not view.placeholder.isVisible()
     numbers = {k: label.text() for k, label in view.numbers.items()}
     assert all(text != "–" for text in numbers.values()), numbers
     iou = float(numbers["iou"])
@@ -77,6 +79,8 @@ def test_comparison_view_shows_masks_heatmap_and_numbers(qtbot, window, u2netp_i
     assert view.titles[0].text().startswith("A: u2netp fp32 raw output · ")
     assert view.titles[1].text().startswith("B: u2netp int8 raw output · ")
     assert view.a_view.has_image() and view.diff_view.has_image()  # same output size
+    view.clear()
+    assert view.placeholder.isVisible() and not any(p.isVisible() for p in view.panes)
 
 
 def test_corrupt_file_shows_error_and_app_goes_on(qtbot, window, tmp_path: Path) -> None:

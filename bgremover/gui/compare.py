@@ -260,6 +260,12 @@ class PaneArea(QWidget):
         )
         self.placeholder.raise_()
 
+    def show_panes(self, shown: bool) -> None:
+        """The empty panes give way to the message (their places are kept for the
+        result), so that it reads on its own, not over the panes' frames and titles."""
+        for pane in self.panes:
+            pane.setVisible(shown)
+
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._arrange()
@@ -535,6 +541,7 @@ class ComparisonView(QWidget):
             )
         self._refresh()
         self.placeholder.show()
+        self.pane_area.show_panes(False)
 
     def set_result(self, result: Compared) -> None:
         if result is not self.result:
@@ -567,6 +574,7 @@ class ComparisonView(QWidget):
             f"[{rb['min']:.3g}, {rb['max']:.3g}] {rb['distinct_values']} levels"
         )
         self.placeholder.hide()
+        self.pane_area.show_panes(True)
         self.pane_area.set_image_size(result.size)
         self._refresh()
 
