@@ -154,12 +154,19 @@ def test_reset_goes_back_to_the_models_mask_and_undo_takes_it_back(qtbot, u2netp
     before = alpha_of(window).copy()
     erase_line(qtbot, window)
     edited = alpha_of(window).copy()
+    assert "(1 edit)" in window.detail.text()
     window.act_reset.trigger()
     applied(qtbot, window)
     assert np.array_equal(alpha_of(window), before)
+    entry = window.current_entry()
+    # A Reset is no edit: none in effect, no edited mark (Undo still has both steps).
+    assert not entry.edited and entry.edit_count == 0
+    assert "✎ edited" not in window.detail.text() and "✎ edited" not in row_text(window, 0)
+    assert window.act_undo.isEnabled()
     window.act_undo.trigger()
     applied(qtbot, window)
     assert np.array_equal(alpha_of(window), edited)
+    assert "(1 edit)" in window.detail.text()
 
 
 # -- the model's tools ------------------------------------------------------------

@@ -153,10 +153,10 @@ def test_a_precision_change_runs_the_shown_image_again(
 def test_the_int8_guard_is_a_setting_of_int8(qtbot, u2netp_path, u2netp_int8_path) -> None:
     window = make_window(qtbot)
     box = window.panel.guard_box
-    assert box.isChecked() and not box.isEnabled()  # on by default; fp32 has no guard
+    assert box.isChecked() and not box.isVisible()  # on by default; fp32 has no guard
     process(qtbot, window, DATA / "skimage_chelsea.png")
     settle(qtbot, window, lambda: select_data(window.panel.precision_box, "int8"))
-    assert box.isEnabled()
+    assert box.isVisible() and box.isEnabled()
     entry = window.current_entry()
     assert entry.processed.result.guard.ran_fp32
     settle(qtbot, window, lambda: box.setChecked(False))  # applied at once: int8 as it is
@@ -239,6 +239,8 @@ def test_the_default_save_name_is_never_the_photo(qtbot, u2netp_path, tmp_path) 
     out.mkdir()
     save_and_wait(qtbot, window, out / "first.png")
     assert window.default_save_path(entry, False) == out / "holiday-cutout.png"  # last folder
+    window._apply(last_output_folder=str(tmp_path / "batch-out"))  # what a batch sets
+    assert window.default_save_path(entry, False) == out / "holiday-cutout.png"  # still Save's
 
 
 @pytest.fixture()
@@ -354,6 +356,54 @@ def test_recent_files_are_offered_and_forgotten_when_gone(qtbot, u2netp_path, tm
     later.open_recent(str(photo))
     assert "no longer there" in later.statusBar().currentMessage()
     assert str(photo) not in [a.statusTip() for a in later.recent_menu.actions()]
+
+
+def test_a_file_that_fails_is_not_offered_again_in_open_recent(
+    qtbot, u2netp_path, tmp_path
+) -> None:
+    broken = tmp_path / "broken.jpg"
+    broken.write_bytes(b"\xff\xd8\xff\xe0 not a jpeg")
+    good = tmp_path / "good.png"
+    shutil.copy(DATA / "skimage_chelsea.png", good)
+    window = make_window(qtbot)
+    process(qtbot, window, broken, good)
+    ended = (Status.DONE, Status.FAILED)
+    qtbot.waitUntil(lambda: all(e.status in ended for e in window.queue.entries()), timeout=WAIT_MS)
+    tips = [a.statusTip() for a in window.recent_menu.actions()]
+    assert str(good) in tips and str(broken) not in tips
+
+
+def test_edit_mode_needs_an_image_with_a_cutout(qtbot, u2netp_path, tmp_path) -> None:
+    window = make_window(qtbot)
+    assert not window.act_edit_mode.isEnabled()
+    window.set_edit_mode(True)  # the E key's slot, called directly: refused in words
+    assert not window.edit_mode and "nothing to edit" in window.statusBar().currentMessage()
+    broken = tmp_path / "broken.jpg"
+    broken.write_bytes(b"\xff\xd8\xff\xe0 not a jpeg")
+    process(qtbot, window, broken)
+    qtbot.waitUntil(lambda: window.current_entry().status is Status.FAILED, timeout=WAIT_MS)
+    assert not window.act_edit_mode.isEnabled()
+    process(qtbot, window, SAMPLE)
+    window.select(window.queue.entries()[-1])
+    assert window.act_edit_mode.isEnabled()
+    window.act_edit_mode.trigger()
+    assert window.edit_mode
+    window.select(window.queue.entries()[0])  # the failed one: edit mode can still be left
+    assert window.act_edit_mode.isEnabled()
+    window.act_edit_mode.trigger()
+    assert not window.edit_mode and not window.act_edit_mode.isEnabled()
+
+
+def test_the_title_mark_is_the_image_shown(qtbot, u2netp_path, tmp_path) -> None:
+    window = make_window(qtbot)
+    process(qtbot, window, SAMPLE, DATA / "skimage_chelsea.png")
+    window.select(window.queue.entries()[0])
+    assert window.isWindowModified()
+    save_and_wait(qtbot, window, tmp_path / "first.png")
+    assert not window.isWindowModified()  # the other is unsaved: the quit question says so
+    assert window.unsaved_entries() == [window.queue.entries()[1]]
+    window.select(window.queue.entries()[1])
+    assert window.isWindowModified()
 
 
 def test_zoom_readout_and_holding_for_the_original(qtbot, u2netp_path) -> None:

@@ -304,3 +304,22 @@ def test_the_window_fits_a_1024_by_768_screen(qtbot, isolated_settings) -> None:
     assert hint.width() <= 1024 - 16 and hint.height() <= 768 - 64  # room for a frame
     window.resize(1024, 700)
     assert window.width() <= 1024
+
+
+def test_a_size_row_does_not_give_the_settings_a_scroll_bar(qtbot, isolated_settings) -> None:
+    """At the default 1280 x 800 the settings pane fits without scrolling, also when the
+    canvas's Size row appears: rows of what is off (the guard in fp32, the outline's
+    style without one) are not shown."""
+    from conftest import make_window
+
+    window = make_window(qtbot)
+    window.resize(1280, 800)
+    window._apply(canvas="2000x2000")
+    QGuiApplication.processEvents()
+    panel = window.export_panel
+    assert panel.form.isRowVisible(panel._size_row)
+    assert not panel.form.isRowVisible(panel._outline_row)
+    scroll = window.panel.parentWidget().parentWidget()  # the dock's scroll area
+    assert not scroll.verticalScrollBar().isVisible()
+    window._apply(outline="8:white")
+    assert panel.form.isRowVisible(panel._outline_row)

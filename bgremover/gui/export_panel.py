@@ -376,7 +376,8 @@ class ExportPanel(QGroupBox):
         form.addRow("Position:", self.position_box)
         form.addRow("Longest side:", self.max_size_spin)
         form.addRow("Effects:", _row(self.shadow_box, self.outline_box))
-        form.addRow("Outline style:", _row(self.outline_width, self.outline_button))
+        self._outline_row = _row(self.outline_width, self.outline_button)
+        form.addRow("Outline style:", self._outline_row)
         form.addRow("Format:", self.format_box)
         form.addRow("Quality:", _row(self.quality_spin, self.lossless_box))
         form.addRow("", self.strip_box)
@@ -710,8 +711,9 @@ class ExportPanel(QGroupBox):
             except UsageError:
                 pass
         self.outline_button.setIcon(colour_swatch(self.outline_colour))
-        self.outline_width.setEnabled(bool(s.outline))
-        self.outline_button.setEnabled(True)
+        # Shown only with an outline: the pane keeps its height (no scroll bar) when
+        # another row, such as the canvas size, appears.
+        self.form.setRowVisible(self._outline_row, bool(s.outline))
 
         select_data(self.format_box, s.output_format)
         lossy = s.output_format == "jpeg" or (s.output_format == "webp" and not s.lossless)

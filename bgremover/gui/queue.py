@@ -107,8 +107,13 @@ class QueueEntry:
 
     @property
     def edited(self) -> bool:
-        """The user has edits in effect on this image."""
-        return bool(self.edits)
+        """The user has edits in effect on this image (a Reset since undoes them)."""
+        return self.edit_count > 0
+
+    @property
+    def edit_count(self) -> int:
+        """The edits in effect: those since the last Reset (which is not one)."""
+        return len(self.edits.effective().operations) if self.edits else 0
 
     @property
     def unsaved(self) -> bool:
@@ -138,8 +143,8 @@ class QueueEntry:
             f"{self.name}: {w}×{h}, {r.model} {r.precision}, "
             f"inference {1000 * r.timings['infer']:.0f} ms"
         )
-        if self.edits:
-            count = len(self.edits.operations)
+        if self.edited:
+            count = self.edit_count
             text += f", {EDITED_MARK} ({count} edit{'s' if count != 1 else ''})"
         if r.guard is not None and r.guard.in_doubt:
             text += f"\n{r.guard.words()}"
@@ -156,7 +161,7 @@ class QueueEntry:
         parts = [self.status.value]
         if self.stale:
             parts.append(OUT_OF_DATE_MARK)
-        if self.edits:
+        if self.edited:
             parts.append(EDITED_MARK)
         return " · ".join(parts)
 

@@ -71,8 +71,11 @@ class Settings:
     mask_only: bool = False
     refine: bool = EngineConfig.refine
     decontaminate: bool = False
+    #: Where photos were opened from last, and where the last batch wrote.
     last_folder: str = ""
     last_output_folder: str = ""
+    #: Where the last cutout, mask or edits file was saved (Save's dialog opens there).
+    last_save_folder: str = ""
 
     def engine(self) -> EngineConfig:
         """The engine part of the settings (the fields both dataclasses share)."""

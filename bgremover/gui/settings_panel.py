@@ -91,7 +91,6 @@ class SettingsPanel(QWidget):
             "that result is used. The image's details say when it happened."
         )
         self.guard_box.setChecked(settings.int8_guard)
-        self.guard_box.setEnabled(settings.precision == "int8")
         self.provider_box = QComboBox()
         self.provider_box.addItem("Auto", "auto")
         for name in available_providers():
@@ -137,6 +136,10 @@ class SettingsPanel(QWidget):
         form.addRow("Model:", self.model_box)
         form.addRow("Precision:", self.precision_box)
         form.addRow("", self.guard_box)
+        # The guard is int8's: its row is there only then (a row less keeps the pane from
+        # needing a scroll bar at 800 px).
+        self._engine_form = form
+        form.setRowVisible(self.guard_box, settings.precision == "int8")
         form.addRow("Provider:", self.provider_box)
         form.addRow("Threads:", self.threads_box)
         form.addRow("", self.refine_box)
@@ -169,7 +172,7 @@ class SettingsPanel(QWidget):
 
     def _precision_chosen(self) -> None:
         precision = self.precision_box.currentData()
-        self.guard_box.setEnabled(precision == "int8")  # the guard is int8's
+        self._engine_form.setRowVisible(self.guard_box, precision == "int8")
         self._emit(precision=precision)
 
     def _model_chosen(self) -> None:

@@ -34,9 +34,11 @@ from PySide6.QtWidgets import (
     QMenu,
     QMessageBox,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QTabWidget,
+    QToolBar,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -95,6 +97,13 @@ HOLD_ORIGINAL_KEY = Qt.Key.Key_Backslash
 EMPTY_TEXT = "Nothing open yet."
 
 
+def raised_buttons(bar: QToolBar) -> None:
+    """Draw a tool bar's buttons as buttons (a tool bar draws them flat until pressed)."""
+    for button in bar.findChildren(QToolButton):
+        if button.objectName() != "qt_toolbar_ext_button":  # its ">>" stays flat
+            button.setAutoRaise(False)
+
+
 class MainWindow(QMainWindow):
     #: Emitted when every queued image (and a requested comparison) has finished.
     settled = Signal()
@@ -116,6 +125,9 @@ class MainWindow(QMainWindow):
         #: clearing the queue); tests that close many windows answer it themselves.
         self.confirm_quit = True
         self._paste_count = 0
+        #: Files opened by name, by queue item: remembered in Open Recent once their
+        #: cutout is made (a file that fails is not offered again).
+        self._recent_files: dict[int, str] = {}
         self._batch_dialog: BatchDialog | None = None
         self._batch_job: int | None = None
         #: Edit mode: the Result view's mouse is the edit tools' (see editing.py).
@@ -162,7 +174,7 @@ class MainWindow(QMainWindow):
     def _build_central(self) -> None:
         self.queue_view = QueueView()
         self.queue_view.setModel(self.queue)
-        self.queue_view.setMinimumWidth(220)
+        self.queue_view.setMinimumWidth(160)
         self.queue_view.selectionModel().currentChanged.connect(lambda *_: self._on_selection())
         self.queue_view.selectionModel().selectionChanged.connect(lambda *_: self._update_enabled())
         self.detail = QLabel(EMPTY_TEXT)
@@ -188,7 +200,12 @@ class MainWindow(QMainWindow):
         self.view_stack.addWidget(self.drop_zone)
         self.view_stack.addWidget(self.viewer)
         self.mode_buttons = QButtonGroup(self)
-        bar = QHBoxLayout()
+        # A tool bar, so that a narrow window (1024 px) shows what does not fit behind
+        # its ">>" button instead of refusing to be that narrow.
+        bar = QToolBar()
+        bar.setMovable(False)
+        bar.setFloatable(False)
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         for i, mode in enumerate(VIEW_MODES):
             button = QToolButton()
             button.setText(VIEW_LABELS[mode])
@@ -203,10 +220,14 @@ class MainWindow(QMainWindow):
         self.before_button.setToolTip("Hold to see the photo before; release for the output (\\)")
         self.before_button.pressed.connect(lambda: self.hold_original(True))
         self.before_button.released.connect(lambda: self.hold_original(False))
-        bar.addSpacing(12)
+        gap = QWidget()
+        gap.setFixedWidth(12)
+        bar.addWidget(gap)
         bar.addWidget(self.before_button)
-        self._mode_bar = bar  # the Edit Mask button goes after "Hold for Original"
-        bar.addStretch(1)
+        self._mode_bar = bar
+        stretch = QWidget()
+        stretch.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self._edit_button_at = bar.addWidget(stretch)  # Edit Mask goes before it
         self.zoom_label = QLabel("")
         self.zoom_label.setToolTip("Zoom: wheel, Ctrl++ / Ctrl+-; Ctrl+0 fits, Ctrl+1 is 100 %")
         self.zoom_label.setMinimumWidth(self.zoom_label.fontMetrics().horizontalAdvance("6400 %"))
@@ -226,7 +247,7 @@ class MainWindow(QMainWindow):
         viewer_page = QWidget()
         vl = QVBoxLayout(viewer_page)
         vl.setContentsMargins(0, 0, 0, 0)
-        vl.addLayout(bar)
+        vl.addWidget(bar)
         row = QHBoxLayout()
         row.addWidget(self.view_stack, 1)
         self._view_row = row  # the edit tools go beside the view
@@ -468,7 +489,8 @@ class MainWindow(QMainWindow):
         self._view_row.insertWidget(0, self.edit_bar)
         self.edit_button = QToolButton()
         self.edit_button.setDefaultAction(self.act_edit_mode)
-        self._mode_bar.insertWidget(len(VIEW_MODES) + 2, self.edit_button)
+        self._mode_bar.insertWidget(self._edit_button_at, self.edit_button)
+        raised_buttons(self._mode_bar)
 
     def _current_view(self) -> ImageView:
         return self.compare.a_view if self.tabs.currentWidget() is self.compare else self.viewer
@@ -619,13 +641,21 @@ class MainWindow(QMainWindow):
         """Queue image files; folders are walked. The first image added is selected and
         shown. Returns how many images were added."""
         added: list[QueueEntry] = []
+        folders: list[str] = []
         for path in paths:
-            files = walk_images(path) if path.is_dir() else [path]
-            # A file named explicitly is tried even if its name is odd.
-            added.extend(self._enqueue(f, f.name) for f in files)
+            if path.is_dir():
+                found = [self._enqueue(f, f.name) for f in walk_images(path)]
+                if found:
+                    folders.append(str(path.absolute()))
+                added.extend(found)
+            else:  # a file named explicitly is tried even if its name is odd
+                entry = self._enqueue(path, path.name)
+                self._recent_files[entry.item_id] = str(path.absolute())
+                added.append(entry)
+        if folders:
+            self._fill_recent_menu(remember_recent(folders))
         if added:
             self._select_added(added[0])
-            self._fill_recent_menu(remember_recent([str(p.absolute()) for p in paths]))
             self.statusBar().showMessage(
                 f"Added {len(added)} image{'s' if len(added) > 1 else ''}.", 4000
             )
@@ -763,6 +793,10 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ job ends
     def _on_entry_changed(self, entry: QueueEntry) -> None:
+        if entry.status in (Status.DONE, Status.FAILED) and entry.item_id in self._recent_files:
+            path = self._recent_files.pop(entry.item_id)
+            done = entry.status is Status.DONE
+            self._fill_recent_menu(remember_recent([path]) if done else forget_recent(path))
         if entry is not self.current_entry():
             self._update_title()
             return
@@ -1007,7 +1041,8 @@ class MainWindow(QMainWindow):
         # "[*]" is where Qt marks unsaved work (an asterisk; a dot in the close button
         # on macOS).
         self.setWindowTitle(f"{entry.name.replace('[*]', '[**]')}[*] — bgremover")
-        self.setWindowModified(bool(self.unsaved_entries()))
+        # The mark is the image shown's, as in any editor; quitting counts the queue's.
+        self.setWindowModified(entry.unsaved)
 
     def _show_comparison(self, entry: QueueEntry) -> None:
         if entry.compared is not None and self.comparison_current(entry):
@@ -1061,6 +1096,16 @@ class MainWindow(QMainWindow):
         self.act_redo.setEnabled(ready and entry is not None and bool(entry.redo))
         self.act_export_edits.setEnabled(entry is not None and bool(entry.edits))
         self.edit_tools.set_active(editing)
+        # Edit mode needs an image with (or about to have) a cutout; leaving it always works.
+        self.act_edit_mode.setEnabled(self.edit_mode or not self.why_not_editable(entry))
+
+    def why_not_editable(self, entry: QueueEntry | None) -> str:
+        """Why edit mode cannot be entered on ``entry``; "" when it can."""
+        if entry is None:
+            return "Open or drop a photo first: there is nothing to edit yet."
+        if entry.status in (Status.FAILED, Status.STOPPED):
+            return f"{entry.name} has no cutout to edit ({entry.status.value})."
+        return ""
 
     # ------------------------------------------------------------------ output
     def why_nothing_to_save(self, entry: QueueEntry | None) -> str:
@@ -1076,12 +1121,13 @@ class MainWindow(QMainWindow):
         return ""
 
     def default_save_path(self, entry: QueueEntry, mask_only: bool) -> Path:
-        """``NAME-cutout.png`` (or ``NAME-mask.png``) in the last output folder used, else
-        next to the photo: never the photo's own name."""
+        """``NAME-cutout.png`` (or ``NAME-mask.png``) in the folder saved to last, else
+        next to the photo: never the photo's own name. (A batch's output folder is the
+        batch dialog's, not Save's.)"""
         fmt = FORMATS[self.settings.output_format]
         stem = Path(entry.name).stem + ("-mask" if mask_only else "-cutout")
         source_folder = entry.source.parent if isinstance(entry.source, Path) else None
-        folder = self.settings.last_output_folder or source_folder or self.settings.last_folder
+        folder = self.settings.last_save_folder or source_folder or self.settings.last_folder
         return Path(folder or Path.home()) / f"{stem}{fmt.extension}"
 
     def _save(self, mask_only: bool) -> None:
@@ -1183,7 +1229,7 @@ class MainWindow(QMainWindow):
                 entry.saved_to = path
                 entry.saved_with = (saved.config, saved.options, edits) if saved else None
                 self.queue.changed(entry)
-                self._apply(last_output_folder=str(path.parent))
+                self._apply(last_save_folder=str(path.parent))
                 self._update_title()
                 self.statusBar().showMessage(f"Saved {path}", 5000)
             elif end.state is JobState.FAILED:
@@ -1268,6 +1314,11 @@ class MainWindow(QMainWindow):
     def set_edit_mode(self, on: bool) -> None:
         """Edit mode on the Result view: the mouse uses the edit tools (E)."""
         on = bool(on)
+        why = self.why_not_editable(self.current_entry()) if on else ""
+        if why:
+            self.act_edit_mode.setChecked(False)
+            self.statusBar().showMessage(why, 6000)
+            return
         self.edit_mode = on
         self.act_edit_mode.setChecked(on)
         self.edit_bar.setVisible(on)
@@ -1391,7 +1442,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("No edits to export for this image.", 5000)
             return
         folder = entry.source.parent if isinstance(entry.source, Path) else None
-        start = Path(folder or self.settings.last_output_folder or Path.home())
+        start = Path(folder or self.settings.last_save_folder or Path.home())
         path, _ = QFileDialog.getSaveFileName(
             self,
             "Export edits",
