@@ -323,3 +323,27 @@ def test_a_size_row_does_not_give_the_settings_a_scroll_bar(qtbot, isolated_sett
     assert not scroll.verticalScrollBar().isVisible()
     window._apply(outline="8:white")
     assert panel.form.isRowVisible(panel._outline_row)
+
+
+def test_a_models_preparation_has_the_status_bars_room(qtbot, isolated_settings) -> None:
+    """During a download the bar's long line ends in "…" (whole in its tooltip) and the
+    provider's label gives way, so two messages never run over each other."""
+    from bgremover.gui.jobs import JobEnd, JobState
+    from bgremover.gui.worker import Preparing
+    from bgremover.pipeline import EngineConfig
+
+    from conftest import make_window
+
+    window = make_window(qtbot)
+    window.resize(1024, 700)
+    window.provider_label.setText("This image: u2netp fp32 on CPU")
+    config = EngineConfig(model="isnet-imgly-with-a-name-long-enough-to-be-cut-in-the-bar")
+    window.jobs.preparing.emit(7, Preparing(config, "download", 12_300_000, 88_188_479))
+    label = window.preparation.label
+    assert window.preparation.isVisible() and not window.provider_label.isVisible()
+    assert label.text().startswith("Downloading the model isnet-imgly-with-a-name")
+    assert label.toolTip() == label.text()
+    assert label.width() <= label.maximumWidth()
+    # The download job's end, as the engine reports it (a job id no queue entry has).
+    window.engine.ended.emit(JobEnd(7, "prepare", ("prepare", config), JobState.CANCELLED))
+    assert window.provider_label.isVisible() and not window.preparation.isVisible()

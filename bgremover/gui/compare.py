@@ -42,7 +42,7 @@ from .model_choice import (
     needs_download,
     relabel_models,
 )
-from .views import ImageView, ViewLock
+from .views import ElidedLabel, ImageView, ViewLock
 from .worker import Compared
 
 #: The legend's titles; the colour bar starts after the wider one, so it never moves.
@@ -106,39 +106,6 @@ class HeatLegend(QWidget):
             width = fm.horizontalAdvance(label)
             painter.drawText(x - width // 2, bar.bottom() + self.TICK + fm.ascent() + 1, label)
         painter.end()
-
-
-class ElidedLabel(QLabel):
-    """One line that ends in "…" where it is too long for its room (the whole text in
-    its tooltip), instead of being cut at both ends."""
-
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setText(text)
-
-    def setText(self, text: str) -> None:
-        self._full = text
-        self.setToolTip(text)
-        self._elide()
-
-    def text(self) -> str:
-        return self._full
-
-    def sizeHint(self) -> QSize:  # the whole text's, not the shortened one's
-        width = self.fontMetrics().horizontalAdvance(self._full) + 2 * self.margin() + 4
-        return QSize(width, super().sizeHint().height())
-
-    def minimumSizeHint(self) -> QSize:
-        height = super().minimumSizeHint().height()
-        return QSize(4 * self.fontMetrics().horizontalAdvance("…"), height)
-
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def _elide(self) -> None:
-        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, self.width())
-        super().setText(shown)
 
 
 class ComparePane(QWidget):

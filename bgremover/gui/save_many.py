@@ -26,11 +26,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import (
     QFileDialog,
-    QHBoxLayout,
-    QLabel,
     QMainWindow,
-    QProgressBar,
-    QToolButton,
     QWidget,
 )
 
@@ -46,6 +42,7 @@ from .dialogs import show_error
 from .jobs import Job, JobContext, JobEnd, JobRunner, JobState
 from .queue import QueueEntry, QueueModel, Status
 from .settings import Settings
+from .status import ProgressWithCancel
 from .worker import Worker
 
 log = logging.getLogger(__name__)
@@ -157,31 +154,18 @@ def save_images(ctx: JobContext, worker: Worker, request: SaveRequest) -> Iterat
     return ""
 
 
-class SaveManyBar(QWidget):
+class SaveManyBar(ProgressWithCancel):
     """ "Saving 3 of 12 to out… [Cancel]" in the status bar while a save of many runs."""
 
     cancelRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.label = QLabel()
-        self.bar = QProgressBar()
-        self.bar.setMaximumWidth(180)
-        self.bar.setTextVisible(False)
-        self.cancel_button = QToolButton()
-        self.cancel_button.setText("Cancel")
-        self.cancel_button.setToolTip(
-            "Stop saving after the image being written; the files written stay"
+        super().__init__(
+            "Stop saving after the image being written; the files written stay", parent
         )
         self.cancel_button.clicked.connect(self._cancel)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.label)
-        layout.addWidget(self.bar)
-        layout.addWidget(self.cancel_button)
         #: Cancel was pressed: the bar says so until the save ends.
         self.cancelling = False
-        self.hide()
 
     def start(self, total: int, folder: Path) -> None:
         """A new save of ``total`` images into ``folder`` begins."""

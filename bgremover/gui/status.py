@@ -6,12 +6,37 @@ import logging
 import time
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QToolButton, QWidget
 
+from .views import ElidedLabel
 from .worker import Preparing
 
 
-class PreparationBar(QWidget):
+class ProgressWithCancel(QWidget):
+    """A line of text, a progress bar and a Cancel button, for the status bar; hidden
+    until shown. Subclasses say what Cancel stops (its tooltip) and connect it."""
+
+    def __init__(self, cancel_tip: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        # Long news ends in "…" (whole in its tooltip) instead of running under the
+        # status bar's other parts.
+        self.label = ElidedLabel()
+        self.label.setMaximumWidth(self.label.fontMetrics().averageCharWidth() * 60)
+        self.bar = QProgressBar()
+        self.bar.setMaximumWidth(180)
+        self.bar.setTextVisible(False)
+        self.cancel_button = QToolButton()
+        self.cancel_button.setText("Cancel")
+        self.cancel_button.setToolTip(cancel_tip)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.label)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.cancel_button)
+        self.hide()
+
+
+class PreparationBar(ProgressWithCancel):
     """ "Downloading u2netp… 1.2 / 4.6 MB [Cancel]" while a job prepares a model.
 
     Not a dialog: nothing modal, and nothing that emits a cancel when it is
@@ -21,20 +46,8 @@ class PreparationBar(QWidget):
     cancelRequested = Signal(int)  # the preparing job's id
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.label = QLabel()
-        self.bar = QProgressBar()
-        self.bar.setMaximumWidth(180)
-        self.bar.setTextVisible(False)
-        self.cancel_button = QToolButton()
-        self.cancel_button.setText("Cancel")
-        self.cancel_button.setToolTip("Stop preparing the model; nothing half-made is kept")
+        super().__init__("Stop preparing the model; nothing half-made is kept", parent)
         self.cancel_button.clicked.connect(self._cancel)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.label)
-        layout.addWidget(self.bar)
-        layout.addWidget(self.cancel_button)
         #: The job whose preparation is shown, or None, and what it does.
         self.job_id: int | None = None
         self.task = ""
@@ -43,7 +56,6 @@ class PreparationBar(QWidget):
         #: The job told to stop (Cancel, or nothing waits for it): its last progress,
         #: still arriving, no longer shows.
         self._stopping: int | None = None
-        self.hide()
 
     def show_progress(self, job_id: int, p: Preparing) -> None:
         if job_id == self._stopping:

@@ -1,7 +1,7 @@
 """Image views: zoom (wheel, fit, 100 %), pan, a checkerboard under transparency,
 an overlay over the image (the mask while editing), redrawing only a changed box,
-a lock that keeps several views on the same zoom and position, and the drop zone
-an empty window shows."""
+a lock that keeps several views on the same zoom and position, the drop zone
+an empty window shows, and a label that shortens itself to its room."""
 
 from __future__ import annotations
 
@@ -307,3 +307,36 @@ class DropZone(QFrame):
         self.text.setVisible(bool(text))
         self.open_files.setVisible(buttons)
         self.open_folder.setVisible(buttons)
+
+
+class ElidedLabel(QLabel):
+    """One line that ends in "…" where it is too long for its room (the whole text in
+    its tooltip), instead of being cut at both ends."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self.setToolTip(text)
+        self._elide()
+
+    def text(self) -> str:
+        return self._full
+
+    def sizeHint(self) -> QSize:  # the whole text's, not the shortened one's
+        width = self.fontMetrics().horizontalAdvance(self._full) + 2 * self.margin() + 4
+        return QSize(width, super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        height = super().minimumSizeHint().height()
+        return QSize(4 * self.fontMetrics().horizontalAdvance("…"), height)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, self.width())
+        super().setText(shown)

@@ -297,6 +297,11 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.preparation)
         self.provider_label = QLabel("")
         self.statusBar().addPermanentWidget(self.provider_label)
+        # While a model is prepared, its bar has the room: the two never overlap.
+        self.jobs.preparing.connect(lambda *_: self.provider_label.hide())
+        self.engine.ended.connect(
+            lambda _end: self.provider_label.setVisible(self.preparation.isHidden())
+        )
         # The engine's warnings and notes (a model obtained from a mirror, a fallback)
         # reach the user here; the handler goes when the window does.
         self._log_handler = LogToStatusBar()
