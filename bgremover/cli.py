@@ -86,7 +86,7 @@ class TerminalProgress:
                 where = size if task == "download" else ""
                 self.step(f"{what} {name} (first use{where}; it is kept in the model cache)...")
             if task == "quantize":
-                self.show(f"Making the int8 {name}: calibration {done}/{total}")
+                self.show(f"Making the int8 {name}: step {done} of {total}")
             elif total:
                 self.show(
                     f"Downloading {name}: {done / 1e6:.1f} / {total / 1e6:.1f} MB "
