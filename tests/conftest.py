@@ -389,3 +389,25 @@ def assert_masks_close(
         Image.fromarray(heatmap(diff if diff.ndim == 2 else diff.max(axis=2))).save(path)
         files.append(path)
     raise AssertionError(f"{name}: {'; '.join(problems)}; see {', '.join(map(str, files))}")
+
+
+@pytest.fixture()
+def tiny_registered(monkeypatch: pytest.MonkeyPatch, fresh_home: Path) -> str:
+    """A registry model "tinymodel" (the tiny synthetic model), cached in the test's home."""
+    from dataclasses import replace
+
+    from bgremover import models
+
+    path = build_tiny_model(fresh_home / "models" / "tinymodel.onnx")
+    spec = replace(
+        models.REGISTRY["u2netp"],
+        name="tinymodel",
+        filename="tinymodel.onnx",
+        sources=(),
+        sha256=None,
+        md5=None,
+        bytes=path.stat().st_size,
+        description="A tiny stand-in model.",
+    )
+    monkeypatch.setitem(models.REGISTRY, spec.name, spec)
+    return spec.name

@@ -4,7 +4,6 @@ each model's size and licence, and asks before a download."""
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from bgremover import models
 from bgremover.gui.settings_panel import select_data
 
-from conftest import DATA, build_tiny_model, is_job, make_window
+from conftest import DATA, is_job, make_window
 
 WAIT_MS = 300_000
 
@@ -88,24 +87,6 @@ def test_an_uncached_non_commercial_model_is_asked_about_and_cancel_keeps_the_ol
     assert len(asked) == 1 and "isnet-imgly is not downloaded yet: it is 88 MB." in asked[0]
     assert "Non-commercial" not in asked[0]
     assert window.settings.model == "isnet-imgly"
-
-
-@pytest.fixture()
-def tiny_registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_home) -> str:
-    """A registry model "tinymodel" (the tiny synthetic model), cached in the test's home."""
-    path = build_tiny_model(fresh_home / "models" / "tinymodel.onnx")
-    spec = replace(
-        models.REGISTRY["u2netp"],
-        name="tinymodel",
-        filename="tinymodel.onnx",
-        sources=(),
-        sha256=None,
-        md5=None,
-        bytes=path.stat().st_size,
-        description="A tiny stand-in model.",
-    )
-    monkeypatch.setitem(models.REGISTRY, spec.name, spec)
-    return spec.name
 
 
 def test_choosing_another_b_compares_again_with_new_numbers(

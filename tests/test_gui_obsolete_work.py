@@ -6,7 +6,6 @@ downloads."""
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -223,23 +222,6 @@ def test_removing_the_only_image_waiting_for_a_download_stops_it(qtbot, slow_mod
 
 
 # Item 8's notes -----------------------------------------------------------------------
-@pytest.fixture()
-def tiny_registered(monkeypatch: pytest.MonkeyPatch, fresh_home: Path) -> str:
-    """A registry model "tinymodel" (the tiny synthetic one), cached in the test's home."""
-    path = build_tiny_model(fresh_home / "models" / "tinymodel.onnx")
-    spec = replace(
-        models.REGISTRY["u2netp"],
-        name="tinymodel",
-        filename="tinymodel.onnx",
-        sources=(),
-        sha256=None,
-        md5=None,
-        bytes=path.stat().st_size,
-    )
-    monkeypatch.setitem(models.REGISTRY, spec.name, spec)
-    return spec.name
-
-
 def test_results_made_with_another_model_say_they_are_out_of_date(qtbot, tiny_registered) -> None:
     window = make_window(qtbot)
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
