@@ -595,7 +595,8 @@ def foreground_box(
     left, top, width, height (remove.bg's ``foreground_*``; zeros when there is none).
     Cropped, it is the subject's box (its leftovers are cleared); else the box of all
     the alpha that shows."""
-    from .compose import find_subject, layout, visible_box
+    from .compose import layout
+    from .subject import find_subject, visible_box
 
     subject = find_subject(alpha) if options.crop else None
     box = subject.box if subject is not None else visible_box(alpha)

@@ -17,12 +17,11 @@ from bgremover.compose import (
     Shadow,
     compose_array,
     enlargement,
-    find_subject,
     layout,
     placed_alpha,
-    subject_box,
 )
 from bgremover.presets import get_preset, options_from
+from bgremover.subject import find_subject, subject_box
 
 from conftest import DATA, ROOT, make_window, run_cli
 

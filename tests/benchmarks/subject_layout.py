@@ -18,7 +18,7 @@ model missed altogether moves no centre. photos/ has no reference: there the cod
 box is used (its rows check the centring and the note, not what the box chose). ``--before`` adds
 the same figures with the box of every alpha above 10/255 (the box before it was decided
 by alpha mass and connectivity). ``--shares`` runs the rows again for other values of
-compose.PART_SHARE, to choose it on one folder (then score it on the others).
+bgremover.subject.PART_SHARE, to choose it on one folder (then score it on the others).
 """
 
 from __future__ import annotations
@@ -102,11 +102,12 @@ def main() -> int:
     parser.add_argument("--shares", nargs="+", type=float, help="PART_SHARE values to try")
     args = parser.parse_args()
 
-    from bgremover import compose
-    from bgremover.compose import Subject, _bounds, enlargement, find_subject
+    from bgremover import subject as subject_rules
+    from bgremover.compose import enlargement
     from bgremover.imaging import walk_images
     from bgremover.pipeline import Remover
     from bgremover.presets import BUILTIN, get_preset, options_from
+    from bgremover.subject import Subject, _bounds, find_subject
 
     presets = {}
     for name in BUILTIN:
@@ -114,7 +115,7 @@ def main() -> int:
         if options.crop or options.canvas is not None or options.aspect is not None:
             presets[name] = options
     remover = Remover()
-    shares = args.shares or [compose.PART_SHARE]
+    shares = args.shares or [subject_rules.PART_SHARE]
     head = (
         f"{'share':>5s} {'photo':34s} {'preset':20s} {'box':4s} {'centre%':>7s} {'α out':>6s} "
         f"{'lost%':>6s} {'scale':>6s} {'note':>4s}"
@@ -131,7 +132,7 @@ def main() -> int:
             reference = reference_alpha(args.data / refs, photo, alpha.shape) if refs else None
             plain = Subject(_bounds(alpha > 10))
             for share, (name, options) in itertools.product(shares, presets.items()):
-                compose.PART_SHARE = share
+                subject_rules.PART_SHARE = share
                 subject = find_subject(alpha)
                 now = measure(alpha, reference, options, subject)
                 if now is None:
