@@ -15,8 +15,8 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from bgremover.gui.export_panel import PresetNameDialog
 from bgremover.gui.imageconv import qimage_to_rgba
+from bgremover.gui.questions import PresetNameDialog
 from bgremover.gui.settings import Settings, export_fields, load_settings, save_settings
 from bgremover.gui.worker import output_pixels
 from bgremover.output import FORMATS

@@ -12,31 +12,21 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QRegularExpression, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import (
-    QColor,
     QDragEnterEvent,
     QDropEvent,
-    QIcon,
-    QPainter,
-    QPixmap,
-    QRadialGradient,
-    QRegularExpressionValidator,
 )
 from PySide6.QtWidgets import (
     QCheckBox,
     QColorDialog,
     QComboBox,
-    QDialog,
-    QDialogButtonBox,
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
-    QMessageBox,
     QPushButton,
     QSpinBox,
     QToolButton,
@@ -55,7 +45,6 @@ from ..errors import UsageError
 from ..imaging import IMAGE_EXTENSIONS, is_image_name
 from ..output import FORMATS
 from ..presets import (
-    NAME_PATTERN,
     Preset,
     builtin_presets,
     load_presets,
@@ -64,16 +53,23 @@ from ..presets import (
     save_preset,
     values_of,
 )
-from .settings import Settings, background_problem, color_text, export_fields
+from .questions import PresetNameDialog, ask_yes, warn
+from .settings import Settings, background_problem, export_fields
+from .swatches import (
+    BLUR,
+    CHOOSE_COLOUR,
+    CHOOSE_IMAGE,
+    IMAGE,
+    choice_icon,
+    colour_name,
+    colour_or_white,
+    colour_swatch,
+    qcolor,
+)
 
 #: The background choices offered at once ("" is transparent); any other colour
 #: through "Other colour…".
 BACKGROUNDS = {"": "Transparent", "#ffffff": "White", "#000000": "Black"}
-#: The data of the background box's items that open a dialog or are no colour.
-CHOOSE_COLOUR = "choose"
-BLUR = "blur"
-IMAGE = "image"
-CHOOSE_IMAGE = "choose-image"
 #: The canvas choices: keep the photo's frame, an aspect ratio, or a size of one's own.
 CANVASES = {"": "Keep", "1:1": "1:1 square", "4:5": "4:5 portrait", "3:2": "3:2", "16:9": "16:9"}
 CANVAS_SIZE = "size"
@@ -85,77 +81,6 @@ FIT_LABELS = {
 POSITION_LABELS = {"center": "Centre", "bottom": "Bottom (standing)"}
 #: The preset box's item when the options are no preset's.
 CUSTOM = ""
-
-
-def colour_swatch(colour: str, size: int = 16) -> QIcon:
-    """A small square of ``colour``; a checkerboard for transparent ("")."""
-    pixmap = QPixmap(size, size)
-    pixmap.fill(QColor(245, 245, 245))
-    painter = QPainter(pixmap)
-    if colour:
-        painter.fillRect(0, 0, size, size, qcolor(colour))
-    else:
-        half = size // 2
-        painter.fillRect(0, 0, half, half, QColor(204, 204, 204))
-        painter.fillRect(half, half, half, half, QColor(204, 204, 204))
-    painter.setPen(QColor(128, 128, 128))
-    painter.drawRect(0, 0, size - 1, size - 1)
-    painter.end()
-    return QIcon(pixmap)
-
-
-def choice_icon(kind: str, size: int = 16) -> QIcon:
-    """An icon of a swatch's size for the background choices that are no colour, so
-    that every item's text lines up: ``CHOOSE_COLOUR`` (four colours), ``BLUR`` (a
-    soft blot) or ``IMAGE`` (a small landscape)."""
-    pixmap = QPixmap(size, size)
-    pixmap.fill(QColor(245, 245, 245))
-    painter = QPainter(pixmap)
-    half = size // 2
-    if kind == CHOOSE_COLOUR:
-        for (x, y), rgb in zip(
-            ((0, 0), (half, 0), (0, half), (half, half)),
-            ((214, 69, 65), (240, 190, 50), (60, 150, 90), (60, 110, 200)),
-            strict=True,
-        ):
-            painter.fillRect(x, y, size - half, size - half, QColor(*rgb))
-    elif kind == BLUR:
-        gradient = QRadialGradient(half, half, half)
-        gradient.setColorAt(0.0, QColor(90, 120, 160))
-        gradient.setColorAt(1.0, QColor(225, 230, 238))
-        painter.fillRect(0, 0, size, size, gradient)
-    else:
-        painter.fillRect(0, 0, size, size, QColor(150, 195, 235))
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(QColor(80, 150, 80))
-        painter.drawEllipse(-half // 2, half, size + half, size)
-    painter.setPen(QColor(128, 128, 128))
-    painter.setBrush(Qt.BrushStyle.NoBrush)
-    painter.drawRect(0, 0, size - 1, size - 1)
-    painter.end()
-    return QIcon(pixmap)
-
-
-def qcolor(colour: str) -> QColor:
-    """A settings colour ("#rrggbb" or "#rrggbbaa") as a QColor (Qt reads #aarrggbb)."""
-    text = colour_or_white(colour)
-    color = QColor(text[:7])
-    if len(text) == 9:
-        color.setAlpha(int(text[7:9], 16))
-    return color
-
-
-def colour_or_white(colour: str) -> str:
-    try:
-        return color_text(colour)
-    except UsageError:
-        return "#ffffff"
-
-
-def colour_name(color: QColor) -> str:
-    """A QColor as the settings keep colours."""
-    rgb = color.name(QColor.NameFormat.HexRgb)
-    return rgb if color.alpha() == 255 else f"{rgb}{color.alpha():02x}"
 
 
 def select_data(box: QComboBox, value: object) -> None:
@@ -742,61 +667,6 @@ def parse_blur_or_none(text: str) -> float | None:
         return parse_blur(text) if text else None
     except UsageError:
         return 1.0
-
-
-def warn(parent: QWidget, title: str, text: str) -> QMessageBox:
-    """A warning that blocks nothing (the window stays usable)."""
-    box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, parent)
-    box.setWindowModality(Qt.WindowModality.NonModal)
-    box.show()
-    return box
-
-
-def ask_yes(parent: QWidget, title: str, text: str, yes: str) -> bool:
-    """A question whose safe answer (Cancel) is the default; whether ``yes`` was chosen."""
-    box = QMessageBox(
-        QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.NoButton, parent
-    )
-    accept = box.addButton(yes, QMessageBox.ButtonRole.AcceptRole)
-    cancel = box.addButton(QMessageBox.StandardButton.Cancel)
-    box.setDefaultButton(cancel)
-    box.exec()
-    return box.clickedButton() is accept
-
-
-class PresetNameDialog(QDialog):
-    """Asks a preset's name; OK is offered only for a name presets accept."""
-
-    def __init__(self, parent: QWidget | None, suggested: str) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Save as Preset")
-        self.name_edit = QLineEdit(suggested)
-        self.name_edit.selectAll()
-        self.name_edit.setValidator(QRegularExpressionValidator(QRegularExpression(NAME_PATTERN)))
-        buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
-        )
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        self.name_edit.textChanged.connect(
-            lambda text: buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(
-                bool(text.strip())
-            )
-        )
-        form = QFormLayout(self)
-        form.addRow(QLabel("The export options shown now, under a name of your own."))
-        form.addRow("Name:", self.name_edit)
-        form.addRow(QLabel("Letters, digits, - _ . (up to 64)."))
-        form.addRow(buttons)
-        # Wide enough that window managers do not cut the title ("Save ... Preset").
-        self.setMinimumWidth(max(380, self.fontMetrics().horizontalAdvance("M" * 30)))
-
-    @classmethod
-    def ask(cls, parent: QWidget | None, suggested: str) -> str | None:
-        dialog = cls(parent, suggested)
-        if dialog.exec() != QDialog.DialogCode.Accepted:
-            return None
-        return dialog.name_edit.text().strip() or None
 
 
 def _row(*widgets: QWidget) -> QWidget:

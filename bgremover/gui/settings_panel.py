@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from ..models import PRECISIONS, REGISTRY, ModelStore
 from ..session import available_providers
-from .export_panel import BACKGROUNDS, CHOOSE_COLOUR, ExportPanel, colour_swatch, select_data
+from .export_panel import BACKGROUNDS, ExportPanel, select_data
 from .model_choice import (
     ModelBox,
     confirm_download,
@@ -27,6 +27,7 @@ from .model_choice import (
     relabel_models,
 )
 from .settings import Settings
+from .swatches import CHOOSE_COLOUR, colour_swatch
 
 #: What each precision means to a user choosing it.
 PRECISION_LABELS = {"fp32": "fp32 (exact)", "int8": "int8 (faster; see Compare)"}

@@ -41,10 +41,10 @@ def run(command: list[str]) -> tuple[float, float]:
 def check_layout(folder: Path, values: dict) -> int:
     """Per photo: the subject's box on the canvas, its margins, whether it is centred."""
     from bgremover.compose import ComposeOptions, placed_alpha
-    from bgremover.subject import subject_box
     from bgremover.imaging import walk_images
     from bgremover.pipeline import Remover
     from bgremover.presets import options_from
+    from bgremover.subject import subject_box
 
     options, _ = options_from(values, ComposeOptions())
     remover = Remover()
