@@ -127,13 +127,13 @@ def test_save_cutout_and_mask(qtbot, window, tmp_path: Path) -> None:
 
 
 def test_settings_persist(qtbot, u2netp_path) -> None:
-    from bgremover.gui.settings_panel import select_data
+    from bgremover.gui.export_panel import select_data
     from bgremover.gui.window import MainWindow
 
     first = MainWindow()
     qtbot.addWidget(first)
     select_data(first.panel.precision_box, "int8")
-    select_data(first.panel.format_box, "webp")
+    select_data(first.export_panel.format_box, "webp")
     first.panel.mask_only_box.setChecked(True)
     first.close()
     second = MainWindow()

@@ -11,7 +11,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from bgremover import models
-from bgremover.gui.settings_panel import select_data
+from bgremover.gui.export_panel import select_data
 
 from conftest import DATA, is_job, make_window
 

@@ -18,11 +18,13 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QMessageBox
 from test_gui_compare_models import answer_download
 
 from bgremover import models
+from bgremover.gui.export_panel import select_data
 from bgremover.gui.imageconv import qimage_to_rgba, to_qimage
+from bgremover.gui.model_choice import model_label
 from bgremover.gui.queue import Status
-from bgremover.gui.settings_panel import APPLIES_TO, model_label, select_data
+from bgremover.gui.results import Preparing
+from bgremover.gui.settings_panel import APPLIES_TO
 from bgremover.gui.status import PreparationBar
-from bgremover.gui.worker import Preparing
 from bgremover.pipeline import EngineConfig, Remover
 
 from conftest import DATA, SAMPLE, build_tiny_model, is_job, make_window, served_model
@@ -503,7 +505,7 @@ def test_the_int8_preparation_shows_its_steps_and_time_left(qtbot) -> None:
 
 def test_background_choices_are_one_box(qtbot, u2netp_path) -> None:
     window = make_window(qtbot)
-    box = window.panel.background_box
+    box = window.export_panel.background_box
     labels = [box.itemText(i) for i in range(box.count())]
     assert labels == [
         "Transparent", "White", "Black", "Other colour…", "Blur of the photo", "Image…"

@@ -329,7 +329,7 @@ def test_a_models_preparation_has_the_status_bars_room(qtbot, isolated_settings)
     """During a download the bar's long line ends in "…" (whole in its tooltip) and the
     provider's label gives way, so two messages never run over each other."""
     from bgremover.gui.jobs import JobEnd, JobState
-    from bgremover.gui.worker import Preparing
+    from bgremover.gui.results import Preparing
     from bgremover.pipeline import EngineConfig
 
     from conftest import make_window

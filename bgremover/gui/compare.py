@@ -42,8 +42,8 @@ from .model_choice import (
     needs_download,
     relabel_models,
 )
+from .results import Compared
 from .views import ElidedLabel, ImageView, ViewLock
-from .worker import Compared
 
 #: The legend's titles; the colour bar starts after the wider one, so it never moves.
 LEGEND_TITLES = ("|Δα|", "|Δraw|")

@@ -34,8 +34,8 @@ from ..families import FAMILIES
 from ..models import REGISTRY
 from ..output import FORMATS
 from .jobs import JobEnd, JobState
+from .results import BatchProgress
 from .settings import Settings
-from .worker import BatchProgress
 
 
 def ask_family(parent: QWidget | None, filename: str, candidates: tuple[str, ...]) -> str:

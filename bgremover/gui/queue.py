@@ -29,7 +29,7 @@ from PySide6.QtWidgets import QApplication, QStyle
 
 from ..edit import Edits, Operation
 from ..imaging import LoadedImage
-from .worker import Compared, Processed
+from .results import Compared, Processed
 
 #: What the queue's row and the detail pane add for an image the user has edited.
 EDITED_MARK = "✎ edited"

@@ -30,8 +30,9 @@ from ..pipeline import EngineConfig
 from .jobs import Job, JobEnd, JobRunner, JobState
 from .model_choice import DEFAULT_SIDES, Side
 from .queue import EditRequest, QueueEntry, QueueModel, Status
+from .results import Preparing, Processed
 from .settings import Settings
-from .worker import Preparing, Processed, Worker, apply_edit, needs_model, restage
+from .worker import Worker, apply_edit, needs_model, restage
 
 
 def model_key(config: EngineConfig) -> EngineConfig:

@@ -17,17 +17,15 @@ from PySide6.QtWidgets import (
 
 from ..models import PRECISIONS, REGISTRY, ModelStore
 from ..session import available_providers
-from .export_panel import BACKGROUNDS, ExportPanel, select_data
+from .export_panel import ExportPanel, select_data
 from .model_choice import (
     ModelBox,
     confirm_download,
-    model_label,
     model_tooltip,
     needs_download,
     relabel_models,
 )
 from .settings import Settings
-from .swatches import CHOOSE_COLOUR, colour_swatch
 
 #: What each precision means to a user choosing it.
 PRECISION_LABELS = {"fp32": "fp32 (exact)", "int8": "int8 (faster; see Compare)"}
@@ -36,14 +34,6 @@ APPLIES_TO = (
     "Changes apply at once to the image shown, and to the others when you view or "
     "save them, and to batches. Edit ▸ Reprocess All (Ctrl+R) redoes the whole queue now."
 )
-__all__ = [
-    "BACKGROUNDS",
-    "CHOOSE_COLOUR",
-    "SettingsPanel",
-    "colour_swatch",
-    "model_label",
-    "select_data",
-]
 
 
 class SettingsPanel(QWidget):
@@ -60,12 +50,8 @@ class SettingsPanel(QWidget):
         super().__init__(parent)
         self._store = store
         self.model_box = ModelBox()
-        # As wide as the pane allows, not as the longest label (the list opens wide).
-        self.model_box.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
-        )
-        self.model_box.setMinimumContentsLength(16)
-        # The labels (size, cached, licence mark) are long: the list opens wide instead.
+        # As wide as the pane allows, not as the longest label (size, cached, licence
+        # mark): the list opens wide instead.
         self.model_box.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
         )
@@ -101,11 +87,10 @@ class SettingsPanel(QWidget):
         self.threads_box.setRange(0, 64)
         self.threads_box.setSpecialValueText("automatic")
         self.threads_box.setValue(settings.threads)
+        # The export choices (format included) are the Export panel's: it reports their
+        # changes itself, through this pane's signal, once each.
         self.export = ExportPanel(settings)
         self.export.changed.connect(self.changed)
-        # The export choices the pane once had itself, now the Export panel's.
-        self.format_box = self.export.format_box
-        self.background_box = self.export.background_box
         self.mask_only_box = QCheckBox("Mask only")
         self.mask_only_box.setChecked(settings.mask_only)
         self.mask_only_box.setToolTip("Save and show the mask (white kept, black removed)")
@@ -161,9 +146,6 @@ class SettingsPanel(QWidget):
             lambda: self._emit(providers=self.provider_box.currentData())
         )
         self.threads_box.valueChanged.connect(lambda v: self._emit(threads=v))
-        self.format_box.currentIndexChanged.connect(
-            lambda: self._emit(output_format=self.format_box.currentData())
-        )
         self.mask_only_box.toggled.connect(lambda v: self._emit(mask_only=v))
         self.refine_box.toggled.connect(lambda v: self._emit(refine=v))
         self.decontaminate_box.toggled.connect(lambda v: self._emit(decontaminate=v))

@@ -8,8 +8,8 @@ import time
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QToolButton, QWidget
 
+from .results import Preparing
 from .views import ElidedLabel
-from .worker import Preparing
 
 
 class ProgressWithCancel(QWidget):

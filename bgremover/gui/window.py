@@ -66,6 +66,7 @@ from .jobs import Job, JobEnd, JobRunner, JobState
 from .queue import EditRequest, QueueEntry, QueueModel, Status
 from .queue_jobs import QueueJobs, compare_pair
 from .queue_view import QueueView
+from .results import BatchProgress, BatchRequest, Processed
 from .save_many import SaveMany
 from .settings import (
     Settings,
@@ -79,7 +80,7 @@ from .settings_panel import SettingsPanel
 from .status import LogToStatusBar, PreparationBar
 from .unsaved import SAVE_HINT, ask_before_losing, unsaved_words
 from .views import DropZone, ImageView
-from .worker import BatchProgress, BatchRequest, Processed, Worker, composed_image, save
+from .worker import Worker, composed_image, save
 
 log = logging.getLogger(__name__)
 

@@ -4,25 +4,24 @@ The GUI never calls ONNX Runtime. It submits these methods as jobs to a
 :class:`~bgremover.gui.jobs.JobRunner`; they run one at a time on its thread,
 which alone creates sessions, all from one :class:`~bgremover.session.SessionPool`
 owned here. Results carry display-ready images made on that thread, so the GUI
-thread only shows them.
+thread only shows them; their types are in :mod:`bgremover.gui.results`, which
+imports none of the engine.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from PySide6.QtGui import QImage
 
 from ..batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
-from ..comparison import Comparison, compare
-from ..compose import ComposeOptions, Enlarged, Length, enlargement
-from ..edit import Box, Editor, Edits, Operation
-from ..errors import EditsError
+from ..comparison import compare
+from ..compose import ComposeOptions, Length, enlargement
+from ..edit import Editor, Edits, Operation
 from ..guard import summary as guard_summary
 from ..imaging import LoadedImage
 from ..models import DownloadCancelled, ModelStore
@@ -33,62 +32,18 @@ from ..report import DEFAULT_HEAT_SCALE, heatmap
 from ..session import SessionInfo, SessionPool
 from .imageconv import thumbnail, to_display, to_qimage
 from .jobs import JobContext
+from .results import (
+    BatchProgress,
+    BatchRequest,
+    Compared,
+    Edited,
+    ModelSegmenter,
+    Preparing,
+    Processed,
+    Saved,
+)
 
 Source = Path | LoadedImage
-
-
-@dataclass(frozen=True)
-class Preparing:
-    """Progress while a model is obtained (download, bytes) or its int8 made (samples)."""
-
-    config: EngineConfig
-    task: str  # "download" | "quantize"
-    done: int
-    total: int | None
-
-
-@dataclass(frozen=True)
-class Processed:
-    """A finished image, with display-ready images made off the GUI thread.
-
-    ``output`` is what Save writes for these settings: the cutout, on its background
-    or as the mask, decontaminated or not, cropped, on a canvas... per ``options``, and
-    as a file of format ``fmt`` holds it (a lossy format's encoded pixels, decoded:
-    :func:`output_images` makes them).
-    """
-
-    result: Result
-    config: EngineConfig
-    options: ComposeOptions
-    original: QImage
-    output: QImage
-    mask: QImage
-    thumb: QImage
-    #: The output format the preview was encoded for (lossy formats change pixels).
-    fmt: str = "png"
-    #: What edit mode shows for the output: the output at the photo's size and frame,
-    #: not encoded (the edit tools draw in photo pixels); None when it is ``output``.
-    edit_output: QImage | None = field(default=None, compare=False, repr=False)
-    #: The user's edits being made on this result (full-size, with exact undo), and the
-    #: model it calls for box edits; None until the first edit.
-    editor: Editor | None = field(default=None, compare=False, repr=False)
-    segmenter: ModelSegmenter | None = field(default=None, compare=False, repr=False)
-    #: Set when the canvas enlarges the subject so much that the output will look soft.
-    enlarged: Enlarged | None = None
-
-    def stage_for(
-        self, config: EngineConfig, options: ComposeOptions, fmt: str = "png"
-    ) -> str | None:
-        """The first stage that must run again for these settings: "infer" (another model,
-        precision, provider or threads), "refine", "compose" (other export options or
-        format), or None (up to date)."""
-        if replace(config, refine=self.config.refine) != self.config:
-            return "infer"
-        if config.refine != self.config.refine:
-            return "refine"
-        if options != self.options or fmt != self.fmt:
-            return "compose"
-        return None
 
 
 def photo_framed(options: ComposeOptions) -> ComposeOptions:
@@ -117,23 +72,6 @@ def output_images(
     if framed == options:  # the photo's frame already (a lossy format's pixels do too)
         return output, None
     return output, to_display(result.compose_array(framed))
-
-
-class ModelSegmenter:
-    """The model behind an :class:`~bgremover.edit.Editor`'s box edits.
-
-    It runs the model through the Remover of the engine job applying the edit, and has
-    none between such jobs: the engine thread alone runs the model, and an edit that
-    needs it anywhere else fails plainly instead of racing it.
-    """
-
-    def __init__(self) -> None:
-        self.remover: Remover | None = None
-
-    def __call__(self, rgb: Any) -> Any:
-        if self.remover is None:
-            raise EditsError("This edit needs the model, which runs on the engine thread only.")
-        return self.remover.segment(rgb)
 
 
 def needs_model(op: Operation | None) -> bool:
@@ -190,15 +128,6 @@ def processed(
     )
 
 
-@dataclass(frozen=True)
-class Edited:
-    """An edit applied (or undone, or redone): the result with it, and the box it changed."""
-
-    processed: Processed
-    #: x0, y0, x1, y1 in the photo's pixels; None when nothing changed.
-    box: Box | None
-
-
 def apply_edit(
     ctx: JobContext,
     earlier: Processed,
@@ -247,72 +176,6 @@ def apply_edit(
         enlarged=enlargement(alpha, earlier.options),
     )
     return Edited(done, box)
-
-
-@dataclass(frozen=True)
-class Compared:
-    """A comparison of two sides (A, B: model and precision) and its pictures."""
-
-    comparison: Comparison
-    #: The configs of sides A and B it was made with (their model keys).
-    pair: tuple[EngineConfig, EngineConfig]
-    a_mask: QImage
-    b_mask: QImage
-    a_raw: QImage
-    b_raw: QImage
-    #: The heatmap at the view's default scale, made here to spare the GUI thread.
-    heat: QImage
-
-    @property
-    def metrics(self) -> dict[str, Any]:
-        return self.comparison.metrics
-
-    @property
-    def size(self) -> tuple[int, int]:
-        """(width, height) of the photo."""
-        h, w = self.comparison.a.mask.shape
-        return w, h
-
-
-@dataclass(frozen=True)
-class BatchRequest:
-    inputs: tuple[Path, ...]
-    output: Path
-    config: EngineConfig
-    options: ComposeOptions
-    fmt: str
-    overwrite: bool = False
-    #: The user's edits of photos in the queue, by the photo's resolved path: a batch
-    #: over their folder writes them edited, as Save does.
-    edits: tuple[tuple[Path, Edits], ...] = ()
-
-
-@dataclass(frozen=True)
-class BatchProgress:
-    """One step of a batch, light enough to cross threads (no image arrays)."""
-
-    kind: str  # started | done | skipped | failed | finished
-    index: int = 0
-    total: int = 0
-    source: Path | None = None
-    output: Path | None = None
-    reason: str = ""
-    done: int = 0
-    skipped: int = 0
-    failed: int = 0
-    elapsed: float = 0.0
-    problems: tuple[tuple[Path, str], ...] = field(default=())
-    #: Of ``done``: the outputs made again because their settings had changed, by reason
-    #: (see :attr:`bgremover.batch.ItemDone.redone`).
-    redone: Mapping[str, int] = field(default_factory=dict)
-    #: At the end: the int8 guard's line (how many images were made in fp32), or "".
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Saved:
-    path: Path
-    bytes: int
 
 
 #: The model bytes the app's sessions may hold at once (see :class:`SessionPool`).
