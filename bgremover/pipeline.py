@@ -31,17 +31,10 @@ from .models import DEFAULT_MODEL, PRECISIONS, ModelSpec, ModelStore, file_ident
 from .output import OutputSettings
 from .refine import refine_alpha
 from .session import SessionInfo, SessionPool, create_session, resolve_providers
-from .transforms import mask_from_score, normalise_output, preprocess, score_map
+from .transforms import mask_from_score, preprocess, score_map
 
-__all__ = [
-    "PRECISIONS",
-    "ComposeOptions",
-    "EngineConfig",
-    "Remover",
-    "Result",
-    "normalise_output",
-    "preprocess",
-]
+#: ComposeOptions is here for ``from bgremover import ComposeOptions`` (the package's names).
+__all__ = ["ComposeOptions", "EngineConfig", "Remover", "Result"]
 
 ImageInput = str | os.PathLike[str] | Image.Image | np.ndarray | LoadedImage
 

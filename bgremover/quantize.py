@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ModelError
-from .families import FAMILIES, Family
+from .families import DEFAULT_FAMILY, Family
 from .imaging import read_image, walk_images
 from .models import ModelSpec, ModelStore, file_identity
 from .transforms import preprocess
@@ -179,7 +179,7 @@ def int8_path(
     fp32_hash = spec.sha256 or file_identity(fp32_path)
     calib = "default" if calibration is None else _folder_key(calibration)
     version = get_recipe(recipe).version
-    family = family or spec.family or FAMILIES["u2net"]
+    family = family or spec.family or DEFAULT_FAMILY
     # U²-Net's keys stay as they were, so int8 files made before families still count.
     prep = "" if family.name == "u2net" else f"|{family.preprocessing_key()}"
     key = f"{fp32_hash}|{recipe}|{version}|{calib}|{ort.__version__}{prep}"
@@ -229,7 +229,7 @@ def ensure_int8(
     ``family`` is the model's (for a local file, the one its signature showed)."""
     get_recipe(recipe)
     fp32 = fp32_path or store.ensure(spec)
-    family = family or spec.family or FAMILIES["u2net"]
+    family = family or spec.family or DEFAULT_FAMILY
     target = int8_path(store, spec, fp32, recipe, calibration, family)
     if target.is_file():
         return target

@@ -42,13 +42,6 @@ def heat_lut() -> np.ndarray:
     return np.stack([np.interp(t, xs, anchors[:, c]) for c in range(3)], axis=1).astype(np.uint8)
 
 
-def __getattr__(name: str) -> Any:
-    # HEAT_LUT is made on first use (PEP 562), so that importing this module stays light.
-    if name == "HEAT_LUT":
-        return heat_lut()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def heatmap(diff: np.ndarray, full_scale: float = 1.0) -> np.ndarray:
     """|Δ| -> RGB uint8, saturating at ``full_scale``.
 

@@ -16,7 +16,7 @@ from PIL import Image
 
 from bgremover import Remover
 from bgremover.errors import BgRemoverError, ModelError
-from bgremover.families import FAMILIES, Family, Signature, guess_family
+from bgremover.families import DEFAULT_FAMILY, FAMILIES, Family, Signature, guess_family
 from bgremover.imaging import from_array
 from bgremover.models import REGISTRY, local_spec, resolve_spec
 from bgremover.pipeline import read_signature
@@ -238,6 +238,18 @@ def test_signature_guesses_and_ambiguity() -> None:
         guess_family(Signature((1, 3, 1024, 1024), ((1, 1, 1024, 1024),), "Sigmoid"))
     with pytest.raises(ModelError, match="does not look like"):
         guess_family(Signature((1, 1, 64, 64), ((1, 1, 64, 64),)))
+
+
+def test_the_default_family_is_the_one_of_files_of_unknown_origin(tmp_path: Path) -> None:
+    """DEFAULT_FAMILY is what a fixed non-1024 px file is taken for, and what a spec of
+    unknown family reports until its signature is read."""
+    assert DEFAULT_FAMILY is FAMILIES["u2net"]
+    assert guess_family(Signature((1, 3, 512, 512), ((1, 1, 512, 512),))) is DEFAULT_FAMILY
+    mine = tmp_path / "mine.onnx"
+    mine.write_bytes(b"not read until it loads")
+    spec = local_spec(mine)
+    assert spec.family is None
+    assert (spec.input_size, spec.int8_recipes) == (320, ("faithful", "naive"))
 
 
 def test_real_1024_model_file_signature_decides_its_family(tmp_path: Path) -> None:

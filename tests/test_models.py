@@ -262,3 +262,19 @@ def test_a_models_speed_is_one_measured_figure_the_readme_table_gives() -> None:
     )
     assert f"About {spec.cpu_time:g}×" in spec.about
     assert not re.search(r"\d+x slower", spec.description)  # no second figure
+
+
+def test_a_misspelt_registry_key_is_refused() -> None:
+    """A registry entry with a key the registry does not know is an error naming the key,
+    the one meant and the known ones, never an entry without its warning."""
+    from bgremover.models import ENTRY_KEYS, registry_entry
+
+    with pytest.raises(TypeError, match=r"'non_comercial' \(did you mean 'non_commercial'\?\)"):
+        registry_entry("mine", "u2net", 1, "A model.", md5="0" * 32, non_comercial=True)
+    with pytest.raises(TypeError, match=r"Known keys: .*licence.*mirrors"):
+        registry_entry("mine", "u2net", 1, "A model.", licence_url="https://example.org")
+    good = registry_entry("mine", "u2net", 1, "A model.", md5="0" * 32, non_commercial=True)
+    assert good.non_commercial and good.family is FAMILIES["u2net"]
+    assert {"non_commercial", "asset", "mirrors"} <= set(ENTRY_KEYS)
+    # The real registry loads through the same check: the non-commercial one says so.
+    assert [name for name, spec in REGISTRY.items() if spec.non_commercial] == ["bria-rmbg"]

@@ -10,8 +10,8 @@ from PIL import Image
 
 from bgremover import ComposeOptions, Remover
 from bgremover.models import REGISTRY
-from bgremover.pipeline import combine_alpha, model_mask, normalise_output, preprocess
-from bgremover.transforms import score_map
+from bgremover.pipeline import combine_alpha, model_mask
+from bgremover.transforms import normalise_output, preprocess, score_map
 
 SPEC = REGISTRY["u2netp"].family
 assert SPEC is not None
