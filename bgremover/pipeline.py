@@ -23,7 +23,7 @@ from PIL import Image
 
 from .compose import ComposeOptions, Length, compose, compose_array
 from .edit import Edits, Segmenter, apply_edits
-from .errors import InferenceError, ModelError, UsageError
+from .errors import InferenceError, ModelError, UsageError, refuse_unknown
 from .families import Family, Signature, guess_family
 from .guard import GuardCheck, check
 from .imaging import LoadedImage, from_array, from_pil, read_image
@@ -200,42 +200,42 @@ class Remover:
 
     def __init__(
         self,
-        model: str | ModelSpec = DEFAULT_MODEL,
+        config: EngineConfig | str | ModelSpec | None = None,
         *,
-        precision: str = "fp32",
-        recipe: str | None = None,
-        providers: str | tuple[str, ...] = "auto",
-        threads: int = 0,
-        refine: bool = True,
         store: ModelStore | None = None,
         progress: TaskProgress | None = None,
         pool: SessionPool | None = None,
-        family: str | None = None,
-        classes: tuple[str, ...] = (),
-        resolution: int | None = None,
-        int8_guard: bool = True,
+        **settings: Any,
     ) -> None:
-        if precision not in PRECISIONS:
-            raise UsageError(f"Unknown precision {precision!r}; use fp32 or int8.")
-        self.spec = resolve_spec(model, family) if isinstance(model, str) else model
-        self.classes = tuple(classes)
-        self.resolution = resolution
+        """A Remover for ``config``; a model's name or path (or a :class:`ModelSpec`)
+        stands for the default :class:`EngineConfig` with that model, and ``settings``
+        are EngineConfig fields that replace its own (``Remover("u2netp",
+        precision="int8")``). A name that is not an EngineConfig field is refused."""
+        spec = config if isinstance(config, ModelSpec) else None
+        if isinstance(config, EngineConfig):
+            base = config
+        elif isinstance(config, ModelSpec):
+            base = EngineConfig(str(config.local_path) if config.local_path else config.name)
+        else:
+            base = EngineConfig(config or DEFAULT_MODEL)
+        refuse_unknown("Remover", settings, [f.name for f in fields(EngineConfig)])
+        made = replace(base, **settings)
+        made = replace(made, classes=tuple(made.classes))
+        if made.precision not in PRECISIONS:
+            raise UsageError(f"Unknown precision {made.precision!r}; use fp32 or int8.")
+        #: How this Remover cuts out: the one record of its settings.
+        self.config = made
+        self.spec = spec or resolve_spec(made.model, made.family)
         self._family: Family | None = None
         if self.spec.family is not None:
             self._family = self._choose_classes(self.spec.family)
-        self.precision = precision
-        self.recipe = recipe
-        if precision == "int8" and self.spec.family is not None:
-            self.int8_recipe  # noqa: B018 (refuses a model without int8 before any work)
-        #: Refine the mask's edges with the photo's colours (hair, fur); see refine.py.
-        self.refine = refine
-        #: For int8: photos on which int8 is in doubt are made in fp32 (see guard.py).
-        self.int8_guard = int8_guard
-        self.providers = resolve_providers(providers)
-        self.threads = threads
+            if made.precision == "int8":
+                self.int8_recipes()  # refuses a model without int8 before any work
+        self.providers = resolve_providers(made.providers)
         self.store = store or ModelStore()
         # A guarded int8 Remover of its own keeps the fp32 session it may need beside it.
-        self.pool = pool if pool is not None else SessionPool(capacity=1 + (precision == "int8"))
+        capacity = 1 + (made.precision == "int8")
+        self.pool = pool if pool is not None else SessionPool(capacity=capacity)
         self._progress = progress
         self._key: tuple[Any, ...] | None = None
 
@@ -249,21 +249,22 @@ class Remover:
         progress: TaskProgress | None = None,
     ) -> Remover:
         """The Remover for ``config``; cheap when ``pool`` already holds its session."""
-        return cls(
-            config.model,
-            precision=config.precision,
-            recipe=config.recipe,
-            providers=config.providers,
-            threads=config.threads,
-            refine=config.refine,
-            store=store,
-            progress=progress,
-            pool=pool,
-            family=config.family,
-            classes=config.classes,
-            resolution=config.resolution,
-            int8_guard=config.int8_guard,
-        )
+        return cls(config, pool=pool, store=store, progress=progress)
+
+    @property
+    def precision(self) -> str:
+        """ "fp32", or "int8" (made from the fp32 model on first use)."""
+        return self.config.precision
+
+    @property
+    def recipe(self) -> str | None:
+        """The int8 recipe asked for; None for the family's default (:attr:`int8_recipe`)."""
+        return self.config.recipe
+
+    @property
+    def refine(self) -> bool:
+        """Refine the mask's edges with the photo's colours (hair, fur); see refine.py."""
+        return self.config.refine
 
     def model_identity(self) -> str:
         """The model file by its content: a registry model's published hash, or the SHA-256
@@ -277,7 +278,7 @@ class Remover:
         if self._key is None:
             recipe = self.int8_recipe if self.precision == "int8" else None
             self._key = (self.model_identity(), self.precision, recipe, self.providers,
-                         self.threads)  # fmt: skip
+                         self.config.threads)  # fmt: skip
         return self._key
 
     def output_settings(
@@ -316,11 +317,11 @@ class Remover:
         not the defaults, and whether the mask was edited."""
         engine = f"{self.spec.name} {self.precision}"
         if self.precision == "int8":
-            engine += f" ({self.int8_recipe}{'' if self.int8_guard else ', guard off'})"
-        if self.classes:
-            engine += f", classes={','.join(self.classes)}"
-        if self.resolution is not None:
-            engine += f", resolution={self.resolution}"
+            engine += f" ({self.int8_recipe}{'' if self.config.int8_guard else ', guard off'})"
+        if self.config.classes:
+            engine += f", classes={','.join(self.config.classes)}"
+        if self.config.resolution is not None:
+            engine += f", resolution={self.config.resolution}"
         engine += f", {'refined' if self.refine else 'not refined'}, {fmt}"
         default = ComposeOptions()
         export = [
@@ -331,23 +332,30 @@ class Remover:
         return "; ".join([engine, *([" ".join(export)] if export else []),
                           *(["edited"] if edits else [])])  # fmt: skip
 
-    @property
-    def int8_recipe(self) -> str:
-        """The int8 recipe: the one asked for, else the family's default. A model without
-        int8 (its family has no recipe, or its file is int8 already) is refused in words."""
+    def int8_recipes(self) -> tuple[str, ...]:
+        """The int8 recipes offered for this model, the family's default first. A model
+        without int8 (its family has no recipe, or its file is int8 already) is refused
+        in words (:class:`UsageError`)."""
         recipes = () if self.spec.quantized else self.family.int8
         if not recipes:
             why = "its file is int8 already" if self.spec.quantized else (
                 f"{self.family.name} models have no int8 recipe"
             )  # fmt: skip
             raise UsageError(f"int8 is not offered for {self.spec.name} ({why}); use fp32.")
+        return recipes
+
+    @property
+    def int8_recipe(self) -> str:
+        """The int8 recipe: the one asked for, else the family's default (a model without
+        int8 is refused, see :meth:`int8_recipes`)."""
+        recipes = self.int8_recipes()
         return self.recipe or recipes[0]
 
     def _session(self) -> tuple[Any, SessionInfo]:
         return self.pool.get(self.session_key(), self._create_session, self.spec.bytes)
 
     def _choose_classes(self, family: Family) -> Family:
-        if not self.classes:
+        if not self.config.classes:
             return family
         if family.classes is None:
             raise UsageError(
@@ -356,7 +364,7 @@ class Remover:
             )
         names = family.class_names
         numbers = []
-        for c in self.classes:
+        for c in self.config.classes:
             if c.isdigit():
                 numbers.append(int(c))
             elif c in names:
@@ -368,14 +376,19 @@ class Remover:
                 )
         return family.with_classes(tuple(numbers))
 
-    @property
-    def family(self) -> Family:
+    def resolve_family(self) -> Family:
         """How this model's input is prepared and its mask read: the registry's family,
-        or for a file of unknown origin the one its signature shows (read at load)."""
+        or for a file of unknown origin the one its signature shows, read now (once);
+        the classes asked for are checked against it."""
         if self._family is None:
             path = self.store.ensure(self.spec)  # a local file: its own path
             self._family = self._choose_classes(guess_family(read_signature(path), path.name))
         return self._family
+
+    @property
+    def family(self) -> Family:
+        """The model's family (:meth:`resolve_family`)."""
+        return self.resolve_family()
 
     def _create_session(self) -> tuple[Any, SessionInfo]:
         path = self.model_path()
@@ -388,7 +401,7 @@ class Remover:
             advice = f"The int8 file may be damaged: delete {path} and it is made again."
         else:
             advice = f"The file may be damaged: delete {path} to download it again."
-        made = create_session(path, self.providers, self.threads, advice)
+        made = create_session(path, self.providers, self.config.threads, advice)
         shape = made[1].input_shape
         if len(shape) != 4 or shape[1] not in (3, None):
             raise ModelError(
@@ -421,29 +434,36 @@ class Remover:
         """Obtain the model and create the session now (otherwise done on first use); a
         model file's family, the classes and resolution asked for are settled here too."""
         info = self._session()[1]
-        self.input_size  # noqa: B018 (reads a file's signature; checks --classes, --resolution)
+        self.resolve_input_size()
         return info
 
-    @property
-    def input_size(self) -> int:
+    def resolve_input_size(self) -> int:
         """The side of the model's square input, as declared by the file when fixed (for
-        a free input size, the long side asked for, else the family's)."""
+        a free input size, the long side asked for, else the family's). Settles what it
+        depends on: creates the session, reads a model file's family from its signature,
+        and refuses classes or a resolution the model does not take."""
         declared = self._session()[1].input_size
         family = self.family
-        if self.resolution is not None:
+        resolution = self.config.resolution
+        if resolution is not None:
             if declared is not None or not family.dynamic:
                 raise UsageError(
                     f"{self.spec.name} takes a fixed {declared or family.input_size} px input; "
                     "--resolution applies to models with a free input size "
                     "(the birefnet-dynamic family)."
                 )
-            if not family.multiple <= self.resolution <= family.max_size:
+            if not family.multiple <= resolution <= family.max_size:
                 raise UsageError(
-                    f"--resolution {self.resolution} is outside what {self.spec.name} takes: "
+                    f"--resolution {resolution} is outside what {self.spec.name} takes: "
                     f"{family.multiple} to {family.max_size} px."
                 )
-            return self.resolution
+            return resolution
         return declared or family.input_size
+
+    @property
+    def input_size(self) -> int:
+        """The side of the model's square input (:meth:`resolve_input_size`)."""
+        return self.resolve_input_size()
 
     def infer(self, batch: np.ndarray) -> np.ndarray:
         """Run the model on a preprocessed (1, 3, h, w) batch; returns the family's mask
@@ -469,7 +489,7 @@ class Remover:
         raw = self.infer(batch)
         if self.precision != "int8":
             return raw, None
-        found = check(score_map(raw, self.family), self.int8_guard)
+        found = check(score_map(raw, self.family), self.config.int8_guard)
         if found.ran_fp32:
             raw = self._fp32_twin().infer(batch)
         return raw, found
@@ -477,14 +497,14 @@ class Remover:
     def _fp32_twin(self) -> Remover:
         """This Remover in fp32: the same model, providers, threads, store and pool."""
         twin = self.without_guard()
-        twin.precision, twin._key = "fp32", None
+        twin.config, twin._key = replace(twin.config, precision="fp32"), None
         return twin
 
     def without_guard(self) -> Remover:
         """This Remover with the int8 guard off (what a comparison of precisions runs:
         int8 as it is); the guard's check is still made and reported."""
         twin = copy.copy(self)
-        twin.int8_guard = False
+        twin.config = replace(self.config, int8_guard=False)
         return twin
 
     def remove(
@@ -560,18 +580,18 @@ class Remover:
 
 
 def _attribute(name: str) -> Callable[[Remover], Any]:
-    return lambda remover: getattr(remover, name)
+    return lambda remover: getattr(remover.config, name)
 
 
-#: How an output's record says the :class:`EngineConfig` settings that are not the
-#: Remover's attribute of the same name as it is: the model by its content, the family and
+#: How an output's record says the :class:`EngineConfig` settings that it does not take
+#: from the Remover's config as they are: the model by its content, the family and
 #: classes as resolved, the int8 recipe and guard only where they apply.
 _RECORDED: dict[str, Callable[[Remover], Any]] = {
     "model": Remover.model_identity,
     "family": lambda r: r.family.name,
     "classes": lambda r: r.family.classes,
     "recipe": lambda r: r.int8_recipe if r.precision == "int8" else None,
-    "int8_guard": lambda r: r.int8_guard if r.precision == "int8" else None,
+    "int8_guard": lambda r: r.config.int8_guard if r.precision == "int8" else None,
 }
 
 

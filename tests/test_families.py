@@ -259,7 +259,7 @@ def test_real_1024_model_file_signature_decides_its_family(tmp_path: Path) -> No
     assert Remover(str(logits)).family.name == "birefnet"
     with_sigmoid = build_model(tmp_path / "prob.onnx", side=1024, sigmoid=True)
     with pytest.raises(ModelError, match="bria, ben2"):
-        Remover(str(with_sigmoid)).family  # noqa: B018 (the property reads the file)
+        Remover(str(with_sigmoid)).resolve_family()
     assert Remover(str(with_sigmoid), family="bria").family.name == "bria"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ from PIL import Image
 
 from bgremover import ComposeOptions, Remover
 from bgremover.models import REGISTRY
-from bgremover.pipeline import combine_alpha, model_mask
+from bgremover.pipeline import EngineConfig, combine_alpha, model_mask
 from bgremover.transforms import normalise_output, preprocess, score_map
 
 SPEC = REGISTRY["u2netp"].family
@@ -65,6 +66,22 @@ def test_remover_end_to_end_with_tiny_model(tiny_model: Path, rgb_gradient: np.n
     assert cut.shape == (48, 64, 4)
     np.testing.assert_array_equal(cut[..., 3], result.alpha)
     assert np.asarray(result.compose(ComposeOptions(mask_only=True))).shape == (48, 64)
+
+
+def test_a_remover_is_made_from_one_config(tiny_model: Path, rgb_gradient: np.ndarray) -> None:
+    """EngineConfig is the one list of the engine's settings: a Remover is made from one,
+    or from a model and keyword settings that are its fields; another name is refused."""
+    config = EngineConfig(str(tiny_model), providers="cpu", threads=1, refine=False)
+    assert Remover(config).config == Remover.from_config(config).config == config
+    assert Remover(str(tiny_model), providers="cpu", threads=1, refine=False).config == config
+    assert Remover(config, refine=True).config == replace(config, refine=True)
+    assert Remover(config, classes=[]).config.classes == ()  # kept hashable
+    with pytest.raises(TypeError, match=r"'refien' \(did you mean 'refine'\?\)"):
+        Remover(config, refien=True)
+    remover = Remover(config)
+    unrefined = remover.remove(rgb_gradient)
+    np.testing.assert_array_equal(unrefined.alpha, unrefined.mask)  # refine=False was used
+    assert remover.resolve_input_size() == 32 and remover.load().active == ("CPUExecutionProvider",)
 
 
 def test_remover_reuses_one_session(tiny_model: Path, rgb_gradient: np.ndarray) -> None:
