@@ -207,7 +207,7 @@ def guess_family(sig: Signature, filename: str = "") -> Family:
         f"differently: {', '.join(candidates)}.",
         tuple(candidates),
         fix=f"Pass --family with the one it was trained as (e.g. --family {candidates[0]}).",
-        app_fix="Choose the family it was trained as when File ▸ Use a Model File… asks.",
+        app_fix="Choose the family it was trained as.",
     )
 
 

@@ -22,7 +22,13 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import BgRemoverError, ModelError, ModelUnavailableError, refuse_unknown
+from .errors import (
+    BgRemoverError,
+    ErrorKind,
+    ModelError,
+    ModelUnavailableError,
+    refuse_unknown,
+)
 from .families import DEFAULT_FAMILY, Family, get_family
 
 log = logging.getLogger(__name__)
@@ -45,6 +51,8 @@ BUNDLED_DIR = Path(__file__).with_name("bundled_models")
 
 class DownloadCancelled(BgRemoverError):
     """Raised by a progress callback to stop a download or quantization; nothing is left behind."""
+
+    kind = ErrorKind.CANCELLED
 
     def __init__(self) -> None:
         super().__init__("Cancelled while preparing the model; nothing was saved.")
@@ -398,8 +406,8 @@ def local_spec(path: str | os.PathLike[str], family: str | None = None) -> Model
             f"Model file not found: {p}",
             fix="Give the path of an existing .onnx file, or a model name from "
             "`bgremover models list`.",
-            app_fix="Choose an existing .onnx file (File ▸ Use a Model File…), or one of "
-            "the built-in models in Settings.",
+            app_fix="Choose an existing .onnx file, or one of the built-in models.",
+            kind=ErrorKind.MODEL_FILE_MISSING,
         )
     base = next((s for s in REGISTRY.values() if s.filename == p.name), None)
     return replace(
@@ -693,9 +701,9 @@ class ModelStore:
             f"or download {spec.filename} yourself and place it at {path} "
             f"(it is checked against {spec.known_hash}); "
             "or run with --model PATH pointing at a local .onnx file.",
-            app_fix="Connect to the internet and try again (Edit ▸ Reprocess, Ctrl+R). "
-            f"Or download {spec.filename} yourself and put it at {path}, or choose a model "
-            "file you have with File ▸ Use a Model File….",
+            app_fix="Connect to the internet and try again. "
+            f"Or download {spec.filename} yourself and put it at {path}, or use a model "
+            "file you have.",
         )
 
     def describe(self, spec: ModelSpec) -> dict[str, Any]:

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bgremover.errors import BgRemoverError, ImageReadError, ModelError
+from bgremover.errors import BgRemoverError, ErrorKind, ImageReadError, ModelError
+from bgremover.families import Signature, guess_family
+from bgremover.gui.wording import APP_ADVICE, app_advice, app_message
 from bgremover.imaging import HEIF_EXTENSIONS, read_image
-from bgremover.models import DEFAULT_MODEL, REGISTRY, ModelStore, Source
+from bgremover.models import DEFAULT_MODEL, REGISTRY, ModelStore, Source, local_spec
 from bgremover.session import create_session
 
 #: Words a desktop user should never have to read in the app's messages.
@@ -65,7 +67,9 @@ def test_a_size_refusal_tells_the_app_user_what_they_can_change(tmp_path: Path) 
     assert_plain(exc)
 
 
-def test_a_model_that_cannot_be_downloaded_speaks_of_menus(tmp_path: Path, monkeypatch) -> None:
+def test_a_model_that_cannot_be_downloaded_speaks_of_menus(
+    tmp_path: Path, monkeypatch, window
+) -> None:
     monkeypatch.setenv("BGREMOVER_HOME", str(tmp_path))
     spec = replace(
         REGISTRY[DEFAULT_MODEL],
@@ -78,9 +82,14 @@ def test_a_model_that_cannot_be_downloaded_speaks_of_menus(tmp_path: Path, monke
     with pytest.raises(ModelError) as caught:
         ModelStore().ensure(spec)
     exc = caught.value
+    assert exc.kind is ErrorKind.MODEL_UNAVAILABLE
     assert "bgremover models pull unreachable" in str(exc) and "--model PATH" in str(exc)
-    assert "File ▸ Use a Model File" in exc.app_message and "Reprocess" in exc.app_message
+    assert "▸" not in exc.app_message  # the engine names no menu: the app does
     assert_plain(exc)
+    shown = app_message(exc)  # as the app words it, with the window's real menus
+    assert "File ▸ Use a Model File… uses a model file you have" in shown
+    assert "Edit ▸ Reprocess All with Current Settings (Ctrl+R) tries again" in shown
+    assert "unreachable.onnx yourself" in shown and "--" not in shown
 
 
 def test_onnx_runtimes_own_words_go_behind_details(tmp_path: Path) -> None:
@@ -92,3 +101,54 @@ def test_onnx_runtimes_own_words_go_behind_details(tmp_path: Path) -> None:
     assert "downloaded.onnx could not be loaded as a model" in exc.app_message
     assert exc.technical and exc.technical not in exc.app_message  # "Protobuf parsing failed"
     assert exc.technical in str(exc)
+
+
+def test_the_engine_names_no_menu_of_the_app() -> None:
+    """Menus are the app's to name (gui/wording.py): an engine module that names one
+    would drift from the real menu the day it is renamed."""
+    package = Path(__file__).resolve().parents[1] / "bgremover"
+    engine = [p for p in package.rglob("*.py") if "gui" not in p.relative_to(package).parts]
+    assert len(engine) > 20
+    naming = [p.name for p in engine if "▸" in p.read_text(encoding="utf-8")]
+    assert naming == []
+
+
+def test_each_kind_the_app_words_names_real_menu_items(window, tmp_path: Path) -> None:
+    """Every menu item the app's advice names is a real QAction of the real window's
+    menu bar, in that menu, with its shortcut: the advice reads the actions' own texts."""
+    real = set()
+    for top in window.menuBar().actions():
+        menu = top.menu()
+        for action in menu.actions() if menu is not None else ():
+            if not action.isSeparator() and action.menu() is None:
+                title, text = menu.title().replace("&", ""), action.text().replace("&", "")
+                keys = action.shortcut().toString()
+                real.add(f"{title} ▸ {text}" + (f" ({keys})" if keys else ""))
+    assert "Edit ▸ Reprocess All with Current Settings (Ctrl+R)" in real
+    assert set(APP_ADVICE) >= {ErrorKind.MODEL_UNAVAILABLE, ErrorKind.MODEL_FILE_MISSING}
+    for kind in APP_ADVICE:
+        advice = app_advice(BgRemoverError("Something failed.", kind=kind))
+        named = [item for item in real if item in advice]
+        assert named and advice.count("▸") == len(named), (kind, advice)
+        assert_plain(BgRemoverError("Something failed.", app_fix=advice, kind=kind))
+
+
+def test_errors_carry_their_kind(tmp_path: Path) -> None:
+    """A front end tells failures apart by kind: each class has one, a raise may name a
+    finer one, and the value is a stable string."""
+    with pytest.raises(ModelError) as missing:
+        local_spec(tmp_path / "gone.onnx")
+    assert missing.value.kind is ErrorKind.MODEL_FILE_MISSING
+    assert "File ▸" not in missing.value.app_message and "--model" not in missing.value.app_message
+    with pytest.raises(ModelError) as ambiguous:
+        guess_family(Signature((1, 3, 1024, 1024), ((1, 1, 1024, 1024),), "Sigmoid"))
+    assert ambiguous.value.kind is ErrorKind.MODEL_FAMILY_AMBIGUOUS
+    junk = tmp_path / "notes.png"
+    junk.write_text("not a picture")
+    with pytest.raises(ImageReadError) as unreadable:
+        read_image(junk)
+    assert unreadable.value.kind is ErrorKind.IMAGE_UNREADABLE == "image-unreadable"
+    assert BgRemoverError("x").kind is ErrorKind.FAILURE
+    assert len({k.value for k in ErrorKind}) == len(ErrorKind)
+    # Without a kind of the app's own, the app shows the engine's advice as it is.
+    assert app_message(unreadable.value) == unreadable.value.app_message

@@ -14,6 +14,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import BgRemoverError
 from . import startup
+from .wording import app_message
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -107,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sys.stderr is not None:
             print(f"bgremover-gui: {runtime_error}", file=sys.stderr)
         if not args.screenshot:  # a scripted run has no one to click OK
-            text = f"{runtime_error.app_message}\n\n{runtime_error.technical}".strip()
+            text = f"{app_message(runtime_error)}\n\n{runtime_error.technical}".strip()
             QMessageBox.critical(None, "bgremover cannot start", text)
         return 2
     window = MainWindow()

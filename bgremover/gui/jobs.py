@@ -46,6 +46,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from ..errors import BgRemoverError
 from ..models import DownloadCancelled
+from .wording import app_message
 
 
 class JobCancelled(BgRemoverError):
@@ -322,7 +323,7 @@ class JobRunner(QObject):
         except (JobCancelled, DownloadCancelled):
             return JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED)
         except BgRemoverError as exc:
-            return JobEnd(job.id, job.kind, job.tag, JobState.FAILED, None, exc.app_message, exc)
+            return JobEnd(job.id, job.kind, job.tag, JobState.FAILED, None, app_message(exc), exc)
         except Exception as exc:  # a bug: keep running, show it with its traceback
             return JobEnd(
                 job.id,

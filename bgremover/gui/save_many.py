@@ -43,6 +43,7 @@ from .jobs import Job, JobContext, JobEnd, JobRunner, JobState
 from .queue import QueueEntry, QueueModel, Status
 from .settings import Settings
 from .status import ProgressWithCancel
+from .wording import app_message
 from .worker import Worker
 
 log = logging.getLogger(__name__)
@@ -276,7 +277,7 @@ class SaveMany(QObject):
         try:
             outputs = plan_names(sources, folder, settings.output_format)
         except BgRemoverError as exc:
-            show_error(self.window, "Not saved", f"Nothing was saved. {exc.app_message}")
+            show_error(self.window, "Not saved", f"Nothing was saved. {app_message(exc)}")
             return None
         items = tuple(
             SaveItem(e.item_id, e.name, e.source, out, e.edits or None)

@@ -80,6 +80,7 @@ from .settings_panel import SettingsPanel
 from .status import LogToStatusBar, PreparationBar
 from .unsaved import SAVE_HINT, ask_before_losing, unsaved_words
 from .views import DropZone, ImageView
+from .wording import app_message, use_menus
 from .worker import Worker, composed_image, save
 
 log = logging.getLogger(__name__)
@@ -390,6 +391,9 @@ class MainWindow(QMainWindow):
         action("&Result", "Ctrl+J", lambda: self.tabs.setCurrentIndex(0), view_menu)
 
         self._build_edit_actions(action)
+
+        # The app's advice on failures names these menu items by their real texts.
+        use_menus(reprocess=self.act_reprocess, model_file=self.act_model_file)
 
         help_menu = self.menuBar().addMenu("&Help")
         action("&About bgremover", "", self.about, help_menu, "About bgremover")
@@ -1467,7 +1471,7 @@ class MainWindow(QMainWindow):
         try:
             write_atomically(path, lambda fh: fh.write(text))
         except BgRemoverError as exc:
-            show_error(self, "Could not export the edits", exc.app_message)
+            show_error(self, "Could not export the edits", app_message(exc))
             return False
         self.statusBar().showMessage(f"Edits exported to {path}.", 5000)
         return True
