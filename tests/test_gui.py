@@ -37,7 +37,7 @@ def test_drop_leads_to_a_cutout(qtbot, window) -> None:
     for mode in ("original", "mask", "output"):
         window.set_view_mode(mode)
         assert window.viewer.has_image()
-    assert window.act_save.isEnabled() and window.act_copy.isEnabled()
+    assert window.file_menu.save.isEnabled() and window.file_menu.copy.isEnabled()
 
 
 def test_dropped_folder_is_walked(qtbot, window, tmp_path: Path) -> None:
@@ -118,8 +118,8 @@ def test_save_cutout_and_mask(qtbot, window, tmp_path: Path) -> None:
         window.add_paths([SAMPLE])
     entry = window.current_entry()
     with qtbot.waitSignals([window.output.ended] * 2, timeout=WAIT_MS) as blocker:
-        assert window.save_result(entry, tmp_path / "cut.png")
-        assert window.save_result(entry, tmp_path / "mask.webp", mask_only=True)
+        assert window.saving.save_result(entry, tmp_path / "cut.png")
+        assert window.saving.save_result(entry, tmp_path / "mask.webp", mask_only=True)
     assert all(s.args[0].state is JobState.DONE for s in blocker.all_signals_and_args)
     assert Image.open(tmp_path / "cut.png").mode == "RGBA"
     assert Image.open(tmp_path / "mask.webp").size == (512, 600)
@@ -153,7 +153,7 @@ def test_batch_cancel_leaves_only_complete_files_and_resumes(qtbot, window, tmp_
         folder = src / "nested" if i % 2 else src
         shutil.copy(photo, folder / f"img{i}{photo.suffix}")
     out = tmp_path / "out"
-    dialog = window.open_batch(src)
+    dialog = window.batches.open_batch(src)
     dialog.output_edit.setText(str(out))
     events: list = []
     window.engine.progress.connect(lambda job_id, p: events.append(p))
@@ -202,7 +202,7 @@ def test_clipboard_paste(qtbot, window) -> None:
     rgb = np.asarray(Image.open(SAMPLE).convert("RGB"))
     QGuiApplication.clipboard().setImage(to_qimage(rgb).copy())  # the clipboard keeps it
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
-        window.paste()
+        window.opening.paste()
     entry = window.current_entry()
     assert entry.name == "Pasted image 1" and entry.status is Status.DONE
 
@@ -268,12 +268,12 @@ def test_queue_memory_is_bounded_and_dropped_results_come_back(
 
     size = Image.open(entries[1].source).size
     kept = Edits(size, (Operation.stroke("restore", [(1, 1)], 2.0),))
-    entries[1].edits = kept  # the user's edits are never dropped
+    entries[1].editing.edits = kept  # the user's edits are never dropped
     target = unloaded[-1]
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
         window.select(target)  # shown again: made again
     assert target.processed is not None and not target.unloaded
-    assert window.viewer.has_image() and window.act_save.isEnabled()
+    assert window.viewer.has_image() and window.file_menu.save.isEnabled()
     assert "×" in window.detail.text()
     assert entries[1].edits == kept
 
@@ -289,7 +289,7 @@ def test_copy_puts_the_cutout_on_the_clipboard(qtbot, window) -> None:
         window.add_paths([SAMPLE])
     expected = window.current_entry().processed.result.compose_array()
     with qtbot.waitSignal(window.output.ended, check_params_cb=is_job("copy"), timeout=WAIT_MS):
-        window.copy_cutout()
+        window.saving.copy_cutout()
     qtbot.waitUntil(lambda: "copied" in window.statusBar().currentMessage(), timeout=WAIT_MS)
     gc.collect()
     clutter = [np.full_like(expected, 7) for _ in range(20)]  # reuse any freed memory

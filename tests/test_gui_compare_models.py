@@ -129,7 +129,7 @@ def test_choosing_another_b_compares_again_with_new_numbers(
     select_data(view.side_b.model_box, "bria-rmbg")
     assert asked and "Non-commercial licence" in asked[0]
     assert view.side_b.side() == (tiny_registered, "fp32")
-    assert view.result is not None and window.current_entry().compare_job is None
+    assert view.result is not None and window.current_entry().comparison.job is None
 
 
 def test_int8_is_not_offered_for_a_model_without_it(qtbot, fresh_home, isolated_settings) -> None:

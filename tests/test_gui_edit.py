@@ -73,15 +73,15 @@ def opened(qtbot, *paths: Path):
     window = make_window(qtbot)
     process(qtbot, window, *paths)
     window.select(window.queue.entries()[0])
-    window.set_edit_mode(True)
+    window.editing.set_edit_mode(True)
     return window
 
 
 def erase_line(qtbot, window, y: int = 150, x0: int = 150, x1: int = 300, radius: float = 8):
     """An erase stroke across the cat, through the centres of pixels (x, y); those pixels."""
-    window.set_tool("erase")
-    window.edit_tools.set_radius(radius)
-    window.edit_tools.set_hardness(1.0)
+    window.editing.set_tool("erase")
+    window.editing.tools.set_radius(radius)
+    window.editing.tools.set_hardness(1.0)
     points = [(float(x), float(y)) for x in range(x0, x1 + 1, 10)]
     drag(window, [(x + 0.5, y + 0.5) for x, y in points])
     applied(qtbot, window)
@@ -120,8 +120,8 @@ def test_a_stroke_changes_the_mask_under_it_and_nowhere_else(qtbot, u2netp_path)
     overlay = window.viewer._overlay.pixmap().toImage()
     assert overlay.pixelColor(220, 150).alpha() > 100
     assert overlay.pixelColor(220, 100).alpha() < overlay.pixelColor(220, 150).alpha()
-    assert window.edit_tools.pending() == 0  # the drawn stroke gave way to the result
-    window.act_overlay.trigger()
+    assert window.editing.tools.pending() == 0  # the drawn stroke gave way to the result
+    window.touchup_menu.overlay.trigger()
     assert np.array_equal(shown_pixels(window)[..., 3], after)
 
 
@@ -129,22 +129,22 @@ def test_undo_and_redo_restore_the_mask_bit_for_bit(qtbot, u2netp_path) -> None:
     window = opened(qtbot, CAT)
     before = alpha_of(window).copy()
     erase_line(qtbot, window)
-    window.set_tool("restore")
+    window.editing.set_tool("restore")
     drag(window, [(40.0, 40.0), (80.0, 60.0)])  # background kept back in
     applied(qtbot, window)
     edited = alpha_of(window).copy()
     assert not np.array_equal(edited, before)
-    assert window.act_undo.isEnabled() and not window.act_redo.isEnabled()
-    window.act_undo.trigger()
-    window.act_undo.trigger()
+    assert window.touchup_menu.undo.isEnabled() and not window.touchup_menu.redo.isEnabled()
+    window.touchup_menu.undo.trigger()
+    window.touchup_menu.undo.trigger()
     applied(qtbot, window)
     assert np.array_equal(alpha_of(window), before)
-    assert not window.current_entry().edited and not window.act_undo.isEnabled()
-    window.act_redo.trigger()
-    window.act_redo.trigger()
+    assert not window.current_entry().edited and not window.touchup_menu.undo.isEnabled()
+    window.touchup_menu.redo.trigger()
+    window.touchup_menu.redo.trigger()
     applied(qtbot, window)
     assert np.array_equal(alpha_of(window), edited)
-    overlay_off = window.act_overlay
+    overlay_off = window.touchup_menu.overlay
     overlay_off.trigger()
     assert np.array_equal(shown_pixels(window)[..., 3], edited)  # what is shown, exactly
 
@@ -155,15 +155,15 @@ def test_reset_goes_back_to_the_models_mask_and_undo_takes_it_back(qtbot, u2netp
     erase_line(qtbot, window)
     edited = alpha_of(window).copy()
     assert "(1 edit)" in window.detail.text()
-    window.act_reset.trigger()
+    window.touchup_menu.reset.trigger()
     applied(qtbot, window)
     assert np.array_equal(alpha_of(window), before)
     entry = window.current_entry()
     # A Reset is no edit: none in effect, no edited mark (Undo still has both steps).
     assert not entry.edited and entry.edit_count == 0
     assert "✎ edited" not in window.detail.text() and "✎ edited" not in row_text(window, 0)
-    assert window.act_undo.isEnabled()
-    window.act_undo.trigger()
+    assert window.touchup_menu.undo.isEnabled()
+    window.touchup_menu.undo.trigger()
     applied(qtbot, window)
     assert np.array_equal(alpha_of(window), edited)
     assert "(1 edit)" in window.detail.text()
@@ -175,7 +175,7 @@ def test_reset_goes_back_to_the_models_mask_and_undo_takes_it_back(qtbot, u2netp
 def test_a_box_runs_the_model_on_its_crop(qtbot, u2netp_path) -> None:
     window = opened(qtbot, CAT)
     before = alpha_of(window).copy()
-    window.set_tool("box")
+    window.editing.set_tool("box")
     drag(window, [(20.5, 20.5), (120.0, 90.0), (199.5, 159.5)])
     applied(qtbot, window)
     after = alpha_of(window)
@@ -195,15 +195,15 @@ def test_save_writes_the_edits_and_exported_edits_reproduce_it(
 ) -> None:
     window = opened(qtbot, CAT)
     erase_line(qtbot, window)
-    window.set_tool("box")
+    window.editing.set_tool("box")
     drag(window, [(10.0, 10.0), (140.0, 120.0)])
-    window.set_tool("restore")
-    window.edit_tools.set_hardness(0.5)
+    window.editing.set_tool("restore")
+    window.editing.tools.set_hardness(0.5)
     drag(window, [(300.0, 250.0), (330.0, 260.0)])
     # Saved before the edits are applied: it waits for them, and writes them. The save's
     # end is what marks the entry saved, delivered after its job has left the queue.
     with qtbot.waitSignal(window.output.ended, timeout=WAIT_MS, check_params_cb=is_job("save")):
-        assert window.save_result(window.current_entry(), tmp_path / "cut.png") is None
+        assert window.saving.save_result(window.current_entry(), tmp_path / "cut.png") is None
     applied(qtbot, window)
     assert (tmp_path / "cut.png").exists()
     saved = np.asarray(Image.open(tmp_path / "cut.png"))[..., 3]
@@ -215,8 +215,8 @@ def test_save_writes_the_edits_and_exported_edits_reproduce_it(
     assert np.array_equal(np.asarray(Image.open(tmp_path / "mask.png")), edited)
 
     entry = window.current_entry()
-    assert window.act_export_edits.isEnabled()
-    assert window.export_edits_to(entry, tmp_path / "edits.json")
+    assert window.touchup_menu.export_edits.isEnabled()
+    assert window.editing.export_edits_to(entry, tmp_path / "edits.json")
     assert not list(tmp_path.glob(".*"))  # written atomically: no temporary file left
     edits = Edits.from_json((tmp_path / "edits.json").read_text())
     assert json.loads((tmp_path / "edits.json").read_text())["size"] == [451, 300]
@@ -260,7 +260,7 @@ def test_edits_survive_switching_images_and_the_memory_policy(
     settle(qtbot, window, lambda: window.select(cat))  # made again, the edits replayed
     assert cat.processed is not None
     assert np.array_equal(alpha_of(window), edited)
-    window.act_undo.trigger()  # and undo still goes back exactly
+    window.touchup_menu.undo.trigger()  # and undo still goes back exactly
     applied(qtbot, window)
     assert np.array_equal(alpha_of(window), before)
 
@@ -293,7 +293,7 @@ def test_quitting_with_unsaved_edits_asks_first(
         assert window.isVisible()  # Cancel keeps the window and the edits
         save_and_wait(qtbot, window, tmp_path / "cut.png")
         assert window._quit_question() == ""
-        window.act_undo.trigger()  # a change of the edits: unsaved again
+        window.touchup_menu.undo.trigger()  # a change of the edits: unsaved again
         applied(qtbot, window)
         assert "has not been saved" in window._quit_question()
     finally:
@@ -305,12 +305,12 @@ def test_quitting_with_unsaved_edits_asks_first(
 
 def test_the_brush_cursor_has_the_brushs_size_at_any_zoom(qtbot, u2netp_path) -> None:
     window = opened(qtbot, CAT)
-    tools = window.edit_tools
-    window.act_bigger.trigger()
+    tools = window.editing.tools
+    window.touchup_menu.bigger.trigger()
     assert tools.radius == pytest.approx(24 * 1.25)
-    window.act_smaller.trigger()
+    window.touchup_menu.smaller.trigger()
     assert tools.radius == pytest.approx(24)
-    assert window.edit_bar.size_spin.value() == 24
+    assert window.touchup_menu.edit_bar.size_spin.value() == 24
     for zoom in (0.5, 1.0, 3.0):
         window.viewer.set_zoom(zoom)
         _send(window, QEvent.Type.MouseMove, 100, 100, Qt.MouseButton.NoButton)
@@ -324,17 +324,17 @@ def test_the_brush_cursor_has_the_brushs_size_at_any_zoom(qtbot, u2netp_path) ->
 def test_every_tool_has_a_key_and_a_tooltip(qtbot, u2netp_path) -> None:
     window = make_window(qtbot)
     actions = [
-        window.act_edit_mode,
-        *window.tool_actions.values(),
-        window.act_smaller,
-        window.act_bigger,
-        window.act_edge_aware,
-        window.act_overlay,
-        window.act_undo,
-        window.act_redo,
-        window.act_reset,
-        window.act_load_mask,
-        window.act_export_edits,
+        window.touchup_menu.edit_mode,
+        *window.touchup_menu.tool_actions.values(),
+        window.touchup_menu.smaller,
+        window.touchup_menu.bigger,
+        window.touchup_menu.edge_aware,
+        window.touchup_menu.overlay,
+        window.touchup_menu.undo,
+        window.touchup_menu.redo,
+        window.touchup_menu.reset,
+        window.touchup_menu.load_mask,
+        window.touchup_menu.export_edits,
     ]
     keys = [a.shortcut().toString() for a in actions]
     assert all(keys) and len(set(keys)) == len(keys)
@@ -342,7 +342,7 @@ def test_every_tool_has_a_key_and_a_tooltip(qtbot, u2netp_path) -> None:
     everything = [a for menu in window.menuBar().actions() for a in menu.menu().actions()]
     taken = [a.shortcut().toString() for a in everything if not a.shortcut().isEmpty()]
     assert len(set(taken)) == len(taken)  # no key does two things
-    assert not window.tool_actions["restore"].isEnabled()  # tools only in edit mode
+    assert not window.touchup_menu.tool_actions["restore"].isEnabled()  # tools only in edit mode
 
 
 def test_load_mask_replaces_the_mask(qtbot, u2netp_path, tmp_path) -> None:
@@ -350,7 +350,7 @@ def test_load_mask_replaces_the_mask(qtbot, u2netp_path, tmp_path) -> None:
     mask = np.zeros((150, 226), np.uint8)  # half size: resized to the photo
     mask[:, :113] = 255
     Image.fromarray(mask).save(tmp_path / "half.png")
-    window.load_mask_from(tmp_path / "half.png")
+    window.editing.load_mask_from(tmp_path / "half.png")
     qtbot.waitUntil(lambda: window.current_entry().edited, timeout=WAIT_MS)
     applied(qtbot, window)
     alpha = alpha_of(window)
@@ -363,21 +363,21 @@ def test_a_click_keeps_or_removes_its_region(qtbot, u2netp_path) -> None:
     pytest.importorskip("bgremover.regions")
     window = opened(qtbot, CAT)
     before = alpha_of(window).copy()
-    window.set_tool("remove")
+    window.editing.set_tool("remove")
     drag(window, [(220.0, 150.0)])
     applied(qtbot, window)
     after = alpha_of(window)
     assert window.current_entry().edits.operations[-1].tool == "remove"
     assert after[150, 220] < before[150, 220]
-    assert window.edit_tools.pending() == 0
+    assert window.editing.tools.pending() == 0
 
 
 def test_leaving_edit_mode_gives_the_mouse_back_to_panning(qtbot, u2netp_path) -> None:
     window = opened(qtbot, CAT)
-    assert window.edit_bar.isVisible() and window.edit_tools.active
-    window.act_edit_mode.trigger()
-    assert not window.edit_mode and not window.edit_bar.isVisible()
-    assert not window.edit_tools.active
+    assert window.touchup_menu.edit_bar.isVisible() and window.editing.tools.active
+    window.touchup_menu.edit_mode.trigger()
+    assert not window.editing.edit_mode and not window.touchup_menu.edit_bar.isVisible()
+    assert not window.editing.tools.active
     before = alpha_of(window).copy()
     drag(window, [(150.0, 150.0), (300.0, 150.0)])
     QApplication.processEvents()
@@ -400,7 +400,7 @@ def test_holding_for_the_original_while_editing_shows_the_mask_before_the_edits(
     assert window.viewer.overlay_shown() and overlay_alpha() < 20  # the model kept it
     window.hold_original(False)
     assert overlay_alpha() == edited
-    window.act_overlay.trigger()  # overlay off: holding shows the photo alone
+    window.touchup_menu.overlay.trigger()  # overlay off: holding shows the photo alone
     window.hold_original(True)
     assert not window.viewer.overlay_shown()
     assert (shown_pixels(window)[..., 3] == 255).all()
@@ -415,7 +415,7 @@ def test_copy_puts_the_edited_cutout_on_the_clipboard(qtbot, u2netp_path) -> Non
     window = opened(qtbot, CAT)
     erase_line(qtbot, window)
     with qtbot.waitSignal(window.output.ended, timeout=WAIT_MS):
-        window.copy_cutout()
+        window.saving.copy_cutout()
     copied = qimage_to_rgba(QGuiApplication.clipboard().image())
     assert np.array_equal(copied[..., 3], alpha_of(window))
 
@@ -454,7 +454,7 @@ def test_a_batch_over_the_folder_writes_the_edited_photo_edited(
     window = opened(qtbot, src / "cat.png")
     erase_line(qtbot, window)
     edited = alpha_of(window).copy()
-    dialog = window.open_batch(src)
+    dialog = window.batches.open_batch(src)
     out = tmp_path / "out"
     dialog.output_edit.setText(str(out))
     with qtbot.waitSignal(
@@ -471,22 +471,22 @@ def test_a_stroke_is_drawn_as_the_mouse_moves_before_it_is_applied(qtbot, u2netp
     from PySide6.QtWidgets import QGraphicsPathItem
 
     window = opened(qtbot, CAT)
-    window.set_tool("restore")
-    window.edit_tools.set_radius(10)
+    window.editing.set_tool("restore")
+    window.editing.tools.set_radius(10)
     left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
     _send(window, QEvent.Type.MouseButtonPress, 50.5, 50.5, left)
     _send(window, QEvent.Type.MouseMove, 90.5, 60.5, left)
-    drawn = window.edit_tools._drawing
+    drawn = window.editing.tools._drawing
     assert isinstance(drawn, QGraphicsPathItem)  # on screen while the button is down
     assert drawn.pen().widthF() == 20  # the brush's width, in the photo's pixels
     assert drawn.path().elementCount() >= 3
     _send(window, QEvent.Type.MouseButtonRelease, 120.5, 70.5, none)
     # Released: the operation is a job now; what was drawn stays until it is applied.
-    assert window.edit_tools.pending() == 1
+    assert window.editing.tools.pending() == 1
     assert window.jobs.edits_busy(window.current_entry())
     op = window.current_entry().edits.operations[-1]
     # The points in the photo's pixels (through the view's scale: equal to rounding).
     expected = [(50.5, 50.5), (90.5, 60.5), (120.5, 70.5)]
     assert all(p == pytest.approx(e, abs=1e-9) for p, e in zip(op.points, expected, strict=True))
     applied(qtbot, window)
-    assert window.edit_tools.pending() == 0
+    assert window.editing.tools.pending() == 0

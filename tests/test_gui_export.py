@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from bgremover.gui.imageconv import qimage_to_rgba
 from bgremover.gui.questions import PresetNameDialog
+from bgremover.gui.save_controller import export_problem
 from bgremover.gui.settings import Settings, export_fields, load_settings, save_settings
 from bgremover.gui.worker import output_pixels
 from bgremover.output import FORMATS
@@ -58,7 +59,7 @@ def choose_preset(window, name: str) -> None:
 
 def save_and_wait(qtbot, window, path: Path) -> None:
     with qtbot.waitSignal(window.output.ended, timeout=WAIT_MS, check_params_cb=is_job("save")):
-        assert window.save_result(window.current_entry(), path) is not None
+        assert window.saving.save_result(window.current_entry(), path) is not None
 
 
 def decoded(path: Path, like: np.ndarray) -> np.ndarray:
@@ -131,13 +132,13 @@ def test_jpeg_with_transparency_is_explained_and_not_saved(qtbot, u2netp_path, t
     assert "JPEG cannot keep transparency" in panel.problem_label.text()
     assert "background" in panel.problem_label.text()  # and what to do
     path = tmp_path / "out.jpg"
-    assert window.save_result(window.current_entry(), path) is None
+    assert window.saving.save_result(window.current_entry(), path) is None
     assert not path.exists()
     assert "Not saved" in window.statusBar().currentMessage()
     boxes = [b for b in window.findChildren(QMessageBox) if b.isVisible()]
     assert any("transparency" in b.text() for b in boxes)
     # A background makes it writable, and the problem goes.
-    settle(qtbot, window, lambda: window._apply(background="#ffffff"))
+    settle(qtbot, window, lambda: window.apply_settings(background="#ffffff"))
     assert not panel.problem_label.isVisible()
     save_and_wait(qtbot, window, path)
     assert path.exists()
@@ -170,7 +171,7 @@ def test_an_image_dropped_on_the_panel_becomes_the_background(qtbot, u2netp_path
 
 def test_a_preset_saved_in_the_panel_is_a_user_preset(qtbot, u2netp_path, own_presets):
     window = make_window(qtbot)
-    window._apply(background="#000000", crop=True, margin="20px", output_format="webp")
+    window.apply_settings(background="#000000", crop=True, margin="20px", output_format="webp")
     path = window.export_panel.save_as_preset("dark-crop")
     assert path is not None and path.parent == own_presets
     presets = load_presets()
@@ -207,7 +208,7 @@ def test_saving_under_a_builtins_name_asks_and_the_builtin_comes_back(
     # The name offered is no preset's, and the title is not cut.
     assert dialog.name_edit.text() == "my-portrait-blur"
     assert dialog.minimumWidth() > dialog.fontMetrics().horizontalAdvance("Save as Preset") * 2
-    window._apply(background="#000000")
+    window.apply_settings(background="#000000")
 
     asked = answer_next_question("Cancel")
     assert panel.save_as_preset("portrait-blur") is None
@@ -223,7 +224,7 @@ def test_saving_under_a_builtins_name_asks_and_the_builtin_comes_back(
     assert panel.remove_preset_button.isEnabled()
 
     asked = answer_next_question("Replace")  # now one of the user's: replacing asks too
-    window._apply(background="#ffffff")
+    window.apply_settings(background="#ffffff")
     assert panel.save_as_preset("portrait-blur") == path
     assert "already have a preset" in asked[0]
     assert load_presets()["portrait-blur"].values["background"] == "#ffffffff"
@@ -243,7 +244,7 @@ def test_the_formats_own_quality_reads_the_same_for_every_preset(qtbot) -> None:
         choose_preset(window, name)
         shown.append(spin.text())
     assert shown == ["92 (default)", "92 (default)"]
-    window._apply(quality=80)
+    window.apply_settings(quality=80)
     assert spin.text() == "80"
 
 
@@ -254,12 +255,12 @@ def test_edit_mode_shows_the_photo_frame_and_the_export_returns(qtbot, u2netp_pa
     p = window.current_entry().processed
     h, w = p.result.mask.shape
     assert window.viewer.sceneRect().size().toSize().width() == 2000
-    window.act_overlay.setChecked(False)
-    window.set_edit_mode(True)
+    window.touchup_menu.overlay.setChecked(False)
+    window.editing.set_edit_mode(True)
     rect = window.viewer.sceneRect()
     assert (round(rect.width()), round(rect.height())) == (w, h)  # the tools' coordinates
     assert p.edit_output is not None and window.viewer._shown[0] == p.edit_output.cacheKey()
-    window.set_edit_mode(False)
+    window.editing.set_edit_mode(False)
     assert window.viewer._shown[0] == p.output.cacheKey()
     assert round(window.viewer.sceneRect().width()) == 2000
 
@@ -301,11 +302,11 @@ def test_an_unreadable_background_image_is_refused_in_words(qtbot, u2netp_path, 
     boxes = [b for b in window.findChildren(QMessageBox) if b.isVisible()]
     assert any("broken.png cannot be read" in b.text() for b in boxes)
     # One remembered from before (the file broke since): the colour alone, and why.
-    window._apply(background="#ffffff", background_image=str(bad))
+    window.apply_settings(background="#ffffff", background_image=str(bad))
     options = window.settings.compose()
     assert options.background_image is None and options.background == (255, 255, 255, 255)
     assert "broken.png cannot be read" in window.export_panel.problem_label.text()
-    assert "broken.png" in window.export_problem("png")  # Save refuses it, saying why
+    assert "broken.png" in export_problem(window.settings, "png")  # Save refuses it, saying why
 
 
 def test_a_recompose_that_fails_is_reported_once_and_not_retried(
@@ -326,12 +327,12 @@ def test_a_recompose_that_fails_is_reported_once_and_not_retried(
 
     monkeypatch.setattr(worker_module, "output_images", out_of_memory)
     with qtbot.waitSignal(window.jobs.failed, timeout=WAIT_MS):
-        settle(qtbot, window, lambda: window._apply(shadow=True))
+        settle(qtbot, window, lambda: window.apply_settings(shadow=True))
     window.jobs.update(window.current_entry())  # the window asking again changes nothing
     window.jobs.check_settled()
     assert len(calls) == 1
-    assert window.current_entry().restage_failed is not None
+    assert window.current_entry().cutout.restage_failed is not None
     monkeypatch.setattr(worker_module, "output_images", real)
-    settle(qtbot, window, lambda: window._apply(background="#000000"))
+    settle(qtbot, window, lambda: window.apply_settings(background="#000000"))
     entry = window.current_entry()
-    assert entry.restage_failed is None and entry.processed.options.shadow is not None
+    assert entry.cutout.restage_failed is None and entry.processed.options.shadow is not None

@@ -52,7 +52,7 @@ def settle(qtbot, window, change) -> None:
 
 def save_and_wait(qtbot, window, path: Path, mask_only: bool = False) -> None:
     with qtbot.waitSignal(window.output.ended, timeout=WAIT_MS, check_params_cb=is_job("save")):
-        assert window.save_result(window.current_entry(), path, mask_only) is not None
+        assert window.saving.save_result(window.current_entry(), path, mask_only) is not None
 
 
 def inferences(window) -> list:
@@ -65,7 +65,7 @@ def inferences(window) -> list:
 def test_the_preview_is_the_saved_file_with_a_background(qtbot, u2netp_path, tmp_path) -> None:
     window = make_window(qtbot)
     process(qtbot, window, SAMPLE)
-    settle(qtbot, window, lambda: window._apply(background="#00ff00"))
+    settle(qtbot, window, lambda: window.apply_settings(background="#00ff00"))
     entry = window.current_entry()
     assert entry.processed.options.background == (0, 255, 0, 255)
     save_and_wait(qtbot, window, tmp_path / "out.png")
@@ -108,7 +108,7 @@ def test_a_look_change_recomposes_without_running_the_model(qtbot, u2netp_path) 
     entry = window.current_entry()
     result = entry.processed.result
     with qtbot.waitSignal(window.output.ended, timeout=WAIT_MS, check_params_cb=is_job("restage")):
-        window._apply(background="#ffffff")
+        window.apply_settings(background="#ffffff")
         assert not inferences(window)  # no Ctrl+R, and no inference either
     assert entry.processed.result is result  # the same mask and alpha: composed again only
     assert tuple(shown_pixels(window)[0, 0]) == (255, 255, 255, 255)
@@ -177,12 +177,13 @@ def test_added_images_are_selected_and_shown(qtbot, u2netp_path) -> None:
     process(qtbot, window, SAMPLE)
     process(qtbot, window, DATA / "skimage_chelsea.png", DATA / "skimage_coffee.png")
     assert window.current_entry().name == "skimage_chelsea.png"  # the first of the new ones
-    assert window.viewer.has_image() and window.view_stack.currentWidget() is window.viewer
+    page = window.result_page
+    assert window.viewer.has_image() and page.view_stack.currentWidget() is window.viewer
     assert window.windowTitle().startswith("skimage_chelsea.png")
     rgb = np.asarray(Image.open(SAMPLE).convert("RGB"))
     QApplication.clipboard().setImage(to_qimage(rgb).copy())
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
-        window.paste()  # Ctrl+V
+        window.opening.paste()  # Ctrl+V
     assert window.current_entry().name == "Pasted image 1"
     assert window.viewer.has_image()
 
@@ -202,7 +203,7 @@ def test_a_failed_image_shows_why_in_the_viewer(qtbot, u2netp_path, tmp_path) ->
     broken.write_bytes(b"not a jpeg at all")
     window = make_window(qtbot)
     process(qtbot, window, broken)
-    assert window.view_stack.currentWidget() is window.drop_zone
+    assert window.result_page.view_stack.currentWidget() is window.drop_zone
     assert "could not be processed" in window.drop_zone.title.text()
     assert "damaged" in window.drop_zone.text.text() or "not an image" in (
         window.drop_zone.text.text()
@@ -212,17 +213,18 @@ def test_a_failed_image_shows_why_in_the_viewer(qtbot, u2netp_path, tmp_path) ->
 
 def test_an_empty_window_invites_a_drop(qtbot, u2netp_path) -> None:
     window = make_window(qtbot)
-    assert window.view_stack.currentWidget() is window.drop_zone
+    assert window.result_page.view_stack.currentWidget() is window.drop_zone
     assert "Drop photos or folders here" in window.drop_zone.title.text()
     assert window.drop_zone.open_files.isVisibleTo(window)
     assert window.drop_zone.open_folder.isVisibleTo(window)
     assert window.windowTitle() == "bgremover"
-    assert not window.before_button.isEnabled() and window.zoom_label.text() == ""
+    page = window.result_page
+    assert not page.before_button.isEnabled() and page.zoom_label.text() == ""
 
 
 def test_save_with_nothing_to_save_says_why(qtbot, u2netp_path) -> None:
     window = make_window(qtbot)
-    window.act_save.trigger()
+    window.file_menu.save.trigger()
     assert "Nothing to save" in window.statusBar().currentMessage()
 
 
@@ -235,14 +237,15 @@ def test_the_default_save_name_is_never_the_photo(qtbot, u2netp_path, tmp_path) 
     window = make_window(qtbot)
     process(qtbot, window, photo)
     entry = window.current_entry()
-    assert window.default_save_path(entry, False) == tmp_path / "holiday-cutout.png"
-    assert window.default_save_path(entry, True) == tmp_path / "holiday-mask.png"
+    assert window.saving.default_save_path(entry, False) == tmp_path / "holiday-cutout.png"
+    assert window.saving.default_save_path(entry, True) == tmp_path / "holiday-mask.png"
     out = tmp_path / "out"
     out.mkdir()
     save_and_wait(qtbot, window, out / "first.png")
-    assert window.default_save_path(entry, False) == out / "holiday-cutout.png"  # last folder
-    window._apply(last_output_folder=str(tmp_path / "batch-out"))  # what a batch sets
-    assert window.default_save_path(entry, False) == out / "holiday-cutout.png"  # still Save's
+    saving = window.saving
+    assert saving.default_save_path(entry, False) == out / "holiday-cutout.png"  # last folder
+    window.apply_settings(last_output_folder=str(tmp_path / "batch-out"))  # what a batch sets
+    assert saving.default_save_path(entry, False) == out / "holiday-cutout.png"  # still Save's
 
 
 @pytest.fixture()
@@ -295,7 +298,7 @@ def test_the_save_dialog_refuses_the_original_before_any_replace_question(
     process(qtbot, window, photo)
     monkeypatch.setattr(QFileDialog, "getSaveFileName", _qt_save_dialog)
     seen = answer_dialogs([photo, QMessageBox.StandardButton.Ok, None])
-    window.save_cutout()
+    window.saving.save_cutout()
     assert photo.read_bytes() == before  # the original is untouched
     assert len(seen) == 1 and "is the original photo" in seen[0]
     assert "Replace" not in seen[0]
@@ -332,7 +335,7 @@ def test_quitting_with_an_unsaved_cutout_asks_first(
         save_and_wait(qtbot, window, tmp_path / "kept.png")
         assert not window.isWindowModified()
         assert window._quit_question() == ""  # saved: quitting asks nothing
-        settle(qtbot, window, lambda: window._apply(background="#ffffff"))
+        settle(qtbot, window, lambda: window.apply_settings(background="#ffffff"))
         assert window.isWindowModified()  # what was saved is no longer what it shows
         save_and_wait(qtbot, window, tmp_path / "kept.png")
         window.close()
@@ -349,15 +352,15 @@ def test_recent_files_are_offered_and_forgotten_when_gone(qtbot, u2netp_path, tm
     shutil.copy(DATA / "skimage_chelsea.png", photo)
     window = make_window(qtbot)
     process(qtbot, window, photo)
-    tips = [a.statusTip() for a in window.recent_menu.actions()]  # the full path
+    tips = [a.statusTip() for a in window.opening.recent_menu.actions()]  # the full path
     assert str(photo) in tips
-    assert "Clear Menu" in [a.text() for a in window.recent_menu.actions()]
+    assert "Clear Menu" in [a.text() for a in window.opening.recent_menu.actions()]
     later = make_window(qtbot)  # remembered between runs
-    assert str(photo) in [a.statusTip() for a in later.recent_menu.actions()]
+    assert str(photo) in [a.statusTip() for a in later.opening.recent_menu.actions()]
     photo.unlink()
-    later.open_recent(str(photo))
+    later.opening.open_recent(str(photo))
     assert "no longer there" in later.statusBar().currentMessage()
-    assert str(photo) not in [a.statusTip() for a in later.recent_menu.actions()]
+    assert str(photo) not in [a.statusTip() for a in later.opening.recent_menu.actions()]
 
 
 def test_a_file_that_fails_is_not_offered_again_in_open_recent(
@@ -371,29 +374,29 @@ def test_a_file_that_fails_is_not_offered_again_in_open_recent(
     process(qtbot, window, broken, good)
     ended = (Status.DONE, Status.FAILED)
     qtbot.waitUntil(lambda: all(e.status in ended for e in window.queue.entries()), timeout=WAIT_MS)
-    tips = [a.statusTip() for a in window.recent_menu.actions()]
+    tips = [a.statusTip() for a in window.opening.recent_menu.actions()]
     assert str(good) in tips and str(broken) not in tips
 
 
 def test_edit_mode_needs_an_image_with_a_cutout(qtbot, u2netp_path, tmp_path) -> None:
     window = make_window(qtbot)
-    assert not window.act_edit_mode.isEnabled()
-    window.set_edit_mode(True)  # the E key's slot, called directly: refused in words
-    assert not window.edit_mode and "nothing to edit" in window.statusBar().currentMessage()
+    assert not window.touchup_menu.edit_mode.isEnabled()
+    window.editing.set_edit_mode(True)  # the E key's slot, called directly: refused in words
+    assert not window.editing.edit_mode and "nothing to edit" in window.statusBar().currentMessage()
     broken = tmp_path / "broken.jpg"
     broken.write_bytes(b"\xff\xd8\xff\xe0 not a jpeg")
     process(qtbot, window, broken)
     qtbot.waitUntil(lambda: window.current_entry().status is Status.FAILED, timeout=WAIT_MS)
-    assert not window.act_edit_mode.isEnabled()
+    assert not window.touchup_menu.edit_mode.isEnabled()
     process(qtbot, window, SAMPLE)
     window.select(window.queue.entries()[-1])
-    assert window.act_edit_mode.isEnabled()
-    window.act_edit_mode.trigger()
-    assert window.edit_mode
+    assert window.touchup_menu.edit_mode.isEnabled()
+    window.touchup_menu.edit_mode.trigger()
+    assert window.editing.edit_mode
     window.select(window.queue.entries()[0])  # the failed one: edit mode can still be left
-    assert window.act_edit_mode.isEnabled()
-    window.act_edit_mode.trigger()
-    assert not window.edit_mode and not window.act_edit_mode.isEnabled()
+    assert window.touchup_menu.edit_mode.isEnabled()
+    window.touchup_menu.edit_mode.trigger()
+    assert not window.editing.edit_mode and not window.touchup_menu.edit_mode.isEnabled()
 
 
 def test_the_title_mark_is_the_image_shown(qtbot, u2netp_path, tmp_path) -> None:
@@ -411,11 +414,11 @@ def test_the_title_mark_is_the_image_shown(qtbot, u2netp_path, tmp_path) -> None
 def test_zoom_readout_and_holding_for_the_original(qtbot, u2netp_path) -> None:
     window = make_window(qtbot)
     process(qtbot, window, SAMPLE)
-    assert window.before_button.isEnabled()
+    assert window.result_page.before_button.isEnabled()
     window.viewer.actual_size()
-    assert window.zoom_label.text() == "100 %"
+    assert window.result_page.zoom_label.text() == "100 %"
     window.viewer.zoom_by(2)
-    assert window.zoom_label.text() == "200 %"
+    assert window.result_page.zoom_label.text() == "200 %"
     output = shown_pixels(window)
     window.activateWindow()
     qtbot.waitUntil(window.isActiveWindow, timeout=5000)
@@ -428,9 +431,9 @@ def test_zoom_readout_and_holding_for_the_original(qtbot, u2netp_path) -> None:
             assert (original[..., 3] == 255).all()  # the photo: opaque everywhere
             assert not np.array_equal(original, output)
     assert np.array_equal(shown_pixels(window), output)  # released: the output again
-    window.before_button.pressed.emit()
+    window.result_page.before_button.pressed.emit()
     assert (shown_pixels(window)[..., 3] == 255).all()
-    window.before_button.released.emit()
+    window.result_page.before_button.released.emit()
     assert np.array_equal(shown_pixels(window), output)
 
 
@@ -449,7 +452,7 @@ def test_the_view_follows_a_dark_palette(qtbot, u2netp_path) -> None:
 
 def test_the_about_box_shows_the_app_icon(qtbot, u2netp_path) -> None:
     window = make_window(qtbot)
-    box = window.about()
+    box = window.help_menu.about()
     assert box.icon() == QMessageBox.Icon.NoIcon and not box.iconPixmap().isNull()
     box.close()
 
@@ -510,7 +513,7 @@ def test_background_choices_are_one_box(qtbot, u2netp_path) -> None:
     assert labels == [
         "Transparent", "White", "Black", "Other colour…", "Blur of the photo", "Image…"
     ]  # fmt: skip
-    window._apply(background="#12345680")
+    window.apply_settings(background="#12345680")
     assert box.currentText() == "#12345680" and box.count() == 7
-    window._apply(background="")
+    window.apply_settings(background="")
     assert box.currentText() == "Transparent"

@@ -89,7 +89,7 @@ def test_a_batch_started_during_a_download_is_not_cancelled(qtbot, tmp_path, slo
     window.add_paths([SAMPLE])
     qtbot.waitUntil(window.preparation.isVisible, timeout=WAIT_MS)  # downloading
     src = photo_folder(tmp_path / "in", 4)
-    dialog = window.open_batch(src)
+    dialog = window.batches.open_batch(src)
     dialog.output_edit.setText(str(tmp_path / "out"))
     with qtbot.waitSignal(
         window.engine.ended, check_params_cb=is_job("batch"), timeout=WAIT_MS
@@ -132,7 +132,7 @@ def test_the_batch_dialog_recovers_when_the_model_cannot_be_loaded(
     monkeypatch.setitem(models.REGISTRY, spec.name, spec)
     window = make_window(qtbot)
     choose_model(window, spec.name)
-    dialog = window.open_batch(photo_folder(tmp_path / "in", 2))
+    dialog = window.batches.open_batch(photo_folder(tmp_path / "in", 2))
     dialog.output_edit.setText(str(tmp_path / "out"))
     with qtbot.waitSignal(window.engine.ended, check_params_cb=is_job("batch"), timeout=WAIT_MS):
         dialog.start_button.click()
@@ -181,7 +181,7 @@ def test_saving_encodes_off_the_gui_thread(qtbot, tmp_path, window, monkeypatch)
 
     monkeypatch.setattr(worker_module, "write_output", held_write)
     target = tmp_path / "cut.png"
-    job = window.save_result(window.current_entry(), target)
+    job = window.saving.save_result(window.current_entry(), target)
     assert job is not None
     qtbot.waitUntil(lambda: bool(writers), timeout=WAIT_MS)
     assert writers == [False] and not target.exists()  # writing elsewhere, GUI free
@@ -213,7 +213,7 @@ def test_one_session_per_model_and_old_ones_are_released(qtbot, tmp_path, window
         with qtbot.waitSignal(
             window.engine.ended, check_params_cb=is_job("check"), timeout=WAIT_MS
         ):
-            window.use_model_file(path)
+            window.model_setting.use_model_file(path)
     assert len(window.worker.pool) == window.worker.pool.capacity == 3
     gc.collect()
     assert first() is None  # u2netp's session, least recently used, was freed
@@ -250,7 +250,7 @@ def test_the_batch_dialog_survives_an_impossible_request(qtbot, tmp_path, window
     """Input folder = output folder: the dialog stuck on "Starting…", showed the CLI's
     wording, came back with "Input folder: False" and remembered the bad pair."""
     src = photo_folder(tmp_path / "in", 2)
-    dialog = window.open_batch(src)
+    dialog = window.batches.open_batch(src)
     dialog.output_edit.setText(str(src))
     dialog.start_button.click()
     assert "output folder is the input folder" in dialog.status.text()
@@ -258,15 +258,15 @@ def test_the_batch_dialog_survives_an_impossible_request(qtbot, tmp_path, window
     assert not message_boxes()
     # The same request reaching the engine (e.g. through a link to the same folder).
     with qtbot.waitSignal(window.engine.ended, check_params_cb=is_job("batch"), timeout=WAIT_MS):
-        window.start_batch(src, src, False)
+        window.batches.start_batch(src, src, False)
     text = dialog.status.text()
     assert "could not run" in text and "output folder is the input folder" in text
     assert "with -o" not in text  # no command-line wording in the app
     assert dialog.start_button.isEnabled() and not dialog.cancel_button.isEnabled()
     assert window.settings.last_output_folder != str(src)  # the bad pair is not remembered
     dialog.close()
-    window.act_batch.trigger()  # the menu's Batch Folder…
-    assert window.open_batch().input_edit.text() != "False"
+    window.file_menu.batch.trigger()  # the menu's Batch Folder…
+    assert window.batches.open_batch().input_edit.text() != "False"
     assert not list(src.glob("*.png")) or len(list(src.iterdir())) == 2
 
 
@@ -281,7 +281,7 @@ def test_cancelling_the_int8_build_is_not_a_failure_and_compare_retries(
     with qtbot.waitSignal(
         window.engine.ended, check_params_cb=is_job("compare"), timeout=WAIT_MS
     ) as ended:
-        window.show_compare()  # Ctrl+K
+        window.comparing.show_compare()  # Ctrl+K
         qtbot.waitUntil(
             lambda: window.preparation.isVisible() and window.preparation.task == "quantize",
             timeout=WAIT_MS,
@@ -289,7 +289,7 @@ def test_cancelling_the_int8_build_is_not_a_failure_and_compare_retries(
         window.preparation.cancel_button.click()
     assert ended.args[0].state is JobState.CANCELLED
     assert not message_boxes()  # the user's own cancel is not an error
-    assert entry.compare_cancelled and not entry.compare_error
+    assert entry.comparison.cancelled and not entry.compare_error
     assert "cancelled" in window.compare.placeholder.text()
     assert not list((fresh_home / "models").glob("*.int8-*"))  # nothing half-made kept
     # The int8 model appears (made meanwhile, e.g. through another image): switching
@@ -299,9 +299,9 @@ def test_cancelling_the_int8_build_is_not_a_failure_and_compare_retries(
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
         window.tabs.setCurrentWidget(window.compare)
     assert entry.compared is not None and window.compare.result is entry.compared
-    entry.compared = None
+    entry.comparison.unload()
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
-        window.show_compare()
+        window.comparing.show_compare()
     assert entry.compared is not None
 
 
@@ -318,7 +318,7 @@ def test_one_model_failure_is_one_message_and_no_stale_results(
     assert all(e.processed is not None for e in window.queue.entries())
     choose_model(window, spec.name)
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
-        window.act_reprocess.trigger()
+        window.edit_menu.reprocess.trigger()
     qtbot.waitUntil(lambda: bool(visible_boxes()), timeout=WAIT_MS)
     qtbot.wait(200)
     boxes = visible_boxes()
@@ -328,7 +328,7 @@ def test_one_model_failure_is_one_message_and_no_stale_results(
         assert entry.status is Status.FAILED and "unreachable" in entry.error
         assert entry.processed is None and entry.summary == ""  # no old cutout or caption
     assert not window.viewer.has_image() and window.detail.text().startswith("Failed")
-    assert "could not be processed" in window.why_nothing_to_save(window.current_entry())
+    assert "could not be processed" in window.saving.why_nothing_to_save(window.current_entry())
 
 
 def test_a_model_failure_not_yet_reported_is_not_tried_again(
@@ -353,7 +353,7 @@ def test_a_model_failure_not_yet_reported_is_not_tried_again(
     assert job.state is JobState.FAILED
     assert window.jobs.prepare(config) is job  # waited on, not submitted again
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
-        window.act_reprocess.trigger()
+        window.edit_menu.reprocess.trigger()
     qtbot.waitUntil(lambda: bool(visible_boxes()), timeout=WAIT_MS)
     assert model_server.requests[f"/{spec.filename}"] == 1
     assert all(e.status is Status.FAILED for e in window.queue.entries())
@@ -369,7 +369,7 @@ def test_a_broken_model_file_is_refused_and_never_remembered(qtbot, tmp_path, u2
     with qtbot.waitSignal(
         window.engine.ended, check_params_cb=is_job("check"), timeout=WAIT_MS
     ) as ended:
-        window.use_model_file(junk)
+        window.model_setting.use_model_file(junk)
     assert ended.args[0].state is JobState.FAILED
     (box,) = visible_boxes()
     text = box.text()
@@ -431,7 +431,7 @@ def test_a_model_file_of_two_possible_families_is_asked_about(
 
     monkeypatch.setattr(window_module, "ask_family", answer)
     window = make_window(qtbot)
-    window.use_model_file(path)
+    window.model_setting.use_model_file(path)
     qtbot.waitUntil(lambda: window.settings.model == str(path), timeout=WAIT_MS)
     assert asked == [("isnet_like.onnx", ("dis", "dis-anime"))]
     assert window.settings.family == "dis-anime" and not visible_boxes()
@@ -439,6 +439,6 @@ def test_a_model_file_of_two_possible_families_is_asked_about(
     again = MainWindow()  # the next launch remembers both
     qtbot.addWidget(again)
     assert (again.settings.model, again.settings.family) == (str(path), "dis-anime")
-    again._apply(model=DEFAULT_MODEL)
+    again.apply_settings(model=DEFAULT_MODEL)
     assert again.settings.family == ""  # a registry model has its own family
     again.close()

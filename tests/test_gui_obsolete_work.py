@@ -81,7 +81,7 @@ def test_choosing_another_b_stops_the_old_b_s_int8_build_and_compares_first(
     window.tabs.setCurrentWidget(view)  # A = fp32, B = int8 of u2netp: int8 is made
     window.add_paths([SAMPLE])
     build = wait_for_build(qtbot, window)
-    old_compare = window.current_entry().compare_job
+    old_compare = window.current_entry().comparison.job
     with qtbot.waitSignal(
         window.engine.ended, check_params_cb=lambda e: e.kind == "compare" and e.ok,
         timeout=WAIT_MS,

@@ -74,11 +74,11 @@ def test_delete_and_clear_ask_before_dropping_edits_and_cancel_keeps_them(
     window.confirm_quit = True
     try:
         seen = answer_dialogs([CANCEL])
-        window.act_remove.trigger()  # Delete, on the cat shown
+        window.edit_menu.remove.trigger()  # Delete, on the cat shown
         assert seen == ["The cutout of skimage_chelsea.png, with your edits, has not been saved."]
         assert window.queue.entries() == [cat, coffee] and cat.edits is edits  # kept
         seen = answer_dialogs([CANCEL])
-        window.act_clear.trigger()  # Ctrl+Shift+Del
+        window.edit_menu.clear.trigger()  # Ctrl+Shift+Del
         assert seen == ["2 cutouts have not been saved, 1 of them with your edits."]
         assert window.queue.entries() == [cat, coffee] and cat.edits is edits
 
@@ -86,9 +86,9 @@ def test_delete_and_clear_ask_before_dropping_edits_and_cancel_keeps_them(
         window.select(coffee)
         save_and_wait(qtbot, window, tmp_path / "coffee.png")
         seen = answer_dialogs([GO_AHEAD])  # were it asked, the coffee would still go
-        window.act_remove.trigger()
+        window.edit_menu.remove.trigger()
         assert seen == [] and window.queue.entries() == [cat]
-        window.act_clear.trigger()  # the question this answer is for
+        window.edit_menu.clear.trigger()  # the question this answer is for
         assert len(seen) == 1 and "with your edits" in seen[0]
         assert len(window.queue) == 0
     finally:
@@ -131,12 +131,12 @@ def test_save_selected_names_like_a_batch_writes_the_edits_and_keeps_what_is_the
     rgb = np.asarray(Image.open(SAMPLE).convert("RGB"))
     QGuiApplication.clipboard().setImage(to_qimage(rgb).copy())
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
-        window.paste()
+        window.opening.paste()
     first, second, sample, pasted = window.queue.entries()
     window.select(first)
-    window.set_edit_mode(True)
+    window.editing.set_edit_mode(True)
     erase_line(qtbot, window)
-    window.set_edit_mode(False)
+    window.editing.set_edit_mode(False)
     edited_alpha = first.processed.result.alpha.copy()
 
     # Several rows selected by clicks; the actions on one image act on the last clicked.
@@ -145,15 +145,15 @@ def test_save_selected_names_like_a_batch_writes_the_edits_and_keeps_what_is_the
     click_row(window, 3, Qt.KeyboardModifier.ControlModifier)
     assert window.selected_entries() == [first, second, pasted]
     assert window.current_entry() is pasted
-    assert window.act_save_selected.isEnabled() and window.act_save_all.isEnabled()
+    assert window.file_menu.save_selected.isEnabled() and window.file_menu.save_all.isEnabled()
 
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", _qt_folder_dialog)
     with qtbot.waitSignal(
         window.engine.ended, check_params_cb=is_job("save-many"), timeout=WAIT_MS
     ) as ended:
         answer_dialogs([out])  # the folder, asked for once
-        window.act_save_selected.trigger()
-        assert not window.act_save_selected.isEnabled()  # one such save at a time
+        window.file_menu.save_selected.trigger()
+        assert not window.file_menu.save_selected.isEnabled()  # one such save at a time
     assert ended.args[0].state is JobState.DONE
     # Named as a batch names them: the name taken in the folder is kept, the two cats
     # get their photo's extension; nothing half-written, no claim left behind.
@@ -177,7 +177,7 @@ def test_save_selected_names_like_a_batch_writes_the_edits_and_keeps_what_is_the
 
     # Saved: quitting would lose only the image not selected.
     assert not first.unsaved and not second.unsaved and not pasted.unsaved and sample.unsaved
-    assert first.saved_to == out / "cat_png.png"
+    assert first.last_save.path == out / "cat_png.png"
     assert window._quit_question() == "The cutout of sample.jpg has not been saved."
     assert "Saved 3 of 3 cutouts to" in window.statusBar().currentMessage()
 
@@ -192,7 +192,7 @@ def test_save_selected_names_like_a_batch_writes_the_edits_and_keeps_what_is_the
     # Delete removes every image selected.
     click_row(window, 0)
     click_row(window, 1, Qt.KeyboardModifier.ControlModifier)
-    window.act_remove.trigger()
+    window.edit_menu.remove.trigger()
     assert window.queue.entries() == [sample, pasted]
 
 
@@ -256,5 +256,5 @@ def test_cancel_stops_between_files_and_leaves_only_whole_ones(
         with Image.open(out / name) as img:
             img.load()  # whole files only
     assert sum(not e.unsaved for e in window.queue.entries()) == len(written)
-    assert not window.save_many.bar.isVisible() and window.act_save_all.isEnabled()
+    assert not window.save_many.bar.isVisible() and window.file_menu.save_all.isEnabled()
     assert "stopped as you asked" in window.statusBar().currentMessage()

@@ -232,7 +232,7 @@ def test_batch_dialog_shows_its_settings_lists_failures_and_opens_the_output(
     shutil.copy(SAMPLE, src / "photo.jpg")
     broken = src / "nested" / "broken.jpg"
     broken.write_bytes(b"\xff\xd8\xff\xe0 not a jpeg")
-    dialog = window.open_batch(src)
+    dialog = window.batches.open_batch(src)
     dialog.output_edit.setText(str(out))
     dialog.show_settings(window.settings)
     shown = dialog.settings_label.text()
@@ -292,8 +292,9 @@ def test_the_settings_and_the_edit_bar_look_like_what_they_are(qtbot, isolated_s
     # The note under the settings is text to read, not a switched-off control.
     assert window.panel.applies_label.isEnabled()
     # Every tool of the edit bar is drawn as a button, not only the one chosen.
-    buttons = window.edit_bar.buttons()
-    assert len(buttons) >= len(window.tool_actions) and not any(b.autoRaise() for b in buttons)
+    touchup = window.touchup_menu
+    buttons = touchup.edit_bar.buttons()
+    assert len(buttons) >= len(touchup.tool_actions) and not any(b.autoRaise() for b in buttons)
 
 
 def test_the_window_fits_a_1024_by_768_screen(qtbot, isolated_settings) -> None:
@@ -314,14 +315,14 @@ def test_a_size_row_does_not_give_the_settings_a_scroll_bar(qtbot, isolated_sett
 
     window = make_window(qtbot)
     window.resize(1280, 800)
-    window._apply(canvas="2000x2000")
+    window.apply_settings(canvas="2000x2000")
     QGuiApplication.processEvents()
     panel = window.export_panel
     assert panel.form.isRowVisible(panel._size_row)
     assert not panel.form.isRowVisible(panel._outline_row)
     scroll = window.panel.parentWidget().parentWidget()  # the dock's scroll area
     assert not scroll.verticalScrollBar().isVisible()
-    window._apply(outline="8:white")
+    window.apply_settings(outline="8:white")
     assert panel.form.isRowVisible(panel._outline_row)
 
 

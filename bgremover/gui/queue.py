@@ -8,9 +8,6 @@ run, the model remembers what is known.
 
 from __future__ import annotations
 
-import enum
-from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,162 +24,8 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QIcon, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import QApplication, QStyle
 
-from ..edit import Edits, Operation
 from ..imaging import LoadedImage
-from .results import Compared, Processed
-
-#: What the queue's row and the detail pane add for an image the user has edited.
-EDITED_MARK = "✎ edited"
-#: What the queue's row adds for a result made with a model or precision changed since.
-OUT_OF_DATE_MARK = "out of date"
-
-
-@dataclass(frozen=True)
-class EditRequest:
-    """One of the user's edit actions waiting to be applied: "apply" ``op``, "undo", or
-    "redo" (``op`` is the operation redone)."""
-
-    action: str
-    op: Operation | None = None
-
-
-class Status(enum.Enum):
-    """Where an image is; the value is what the queue shows."""
-
-    QUEUED = "queued"
-    PROCESSING = "processing"
-    DONE = "done"
-    FAILED = "failed"
-    #: Its job was cancelled (the model download, say): nothing ran, nothing failed.
-    STOPPED = "not processed"
-
-
-@dataclass(eq=False)
-class QueueEntry:
-    """One image in the queue and everything known about it."""
-
-    item_id: int
-    #: A file, or a pasted or dropped image.
-    source: Path | LoadedImage
-    name: str
-    status: Status = Status.QUEUED
-    #: Why it failed, or why it was not processed.
-    error: str = ""
-    processed: Processed | None = None
-    compared: Compared | None = None
-    #: The engine jobs making its result and its comparison, while they run.
-    job: int | None = None
-    compare_job: int | None = None
-    #: The output-thread job bringing its result up to new settings (refine, look).
-    restage_job: int | None = None
-    #: The settings (config, options, format) a restage failed for: not tried again
-    #: until the settings change (the user was told once).
-    restage_failed: tuple | None = None
-    compare_error: str = ""
-    compare_cancelled: bool = False
-    #: The list icon, kept when the full-size result is dropped from memory.
-    thumb: QImage | None = None
-    #: The user's corrections to the mask, in effect (undone ones left out), in the
-    #: photo's full-size pixels: what the user asked for, including requests still being
-    #: applied. Small, and never dropped by the memory policy: a remade result gets them
-    #: back, and a change of model or refinement replays them on the new mask.
-    edits: Edits | None = None
-    #: Operations undone, the last undone last: what Redo applies again.
-    redo: list[Operation] = field(default_factory=list)
-    #: Edit requests not yet applied, oldest first, and the job applying one (an
-    #: image's edits run strictly one after another; see QueueJobs.edit).
-    edit_queue: deque[EditRequest] = field(default_factory=deque)
-    edit_job: int | None = None
-    #: Where it was last saved, and the settings (EngineConfig, ComposeOptions) and edits
-    #: of the result saved then: a result remade alike (after its memory was freed) stays
-    #: saved.
-    saved_to: Path | None = None
-    saved_with: tuple[Any, Any, Edits | None] | None = None
-    #: The model settings (an EngineConfig without refinement) its result was made with,
-    #: kept when the result is dropped from memory; None before a result.
-    made_with: Any = None
-    #: Done with other model settings than the current ones: made again when shown or
-    #: saved, and the row says so until then.
-    out_of_date: bool = False
-
-    @property
-    def edited(self) -> bool:
-        """The user has edits in effect on this image (a Reset since undoes them)."""
-        return self.edit_count > 0
-
-    @property
-    def edit_count(self) -> int:
-        """The edits in effect: those since the last Reset (which is not one)."""
-        return len(self.edits.effective().operations) if self.edits else 0
-
-    @property
-    def unsaved(self) -> bool:
-        """It has a result (or edits) not saved as it is now: quitting would lose it."""
-        if self.status is not Status.DONE and not self.edits:
-            return False
-        if self.saved_to is None or self.saved_with is None:
-            return True
-        if (self.edits or None) != self.saved_with[2]:
-            return True
-        p = self.processed
-        return p is not None and (p.config, p.options) != self.saved_with[:2]
-
-    @property
-    def unloaded(self) -> bool:
-        """Done, but its full-size result was dropped to bound memory: made again on display."""
-        return self.status is Status.DONE and self.processed is None
-
-    @property
-    def summary(self) -> str:
-        """One line about the result: size, model, precision, inference time."""
-        if self.processed is None:
-            return ""
-        r = self.processed.result
-        h, w = r.mask.shape
-        text = (
-            f"{self.name}: {w}×{h}, {r.model} {r.precision}, "
-            f"inference {1000 * r.timings['infer']:.0f} ms"
-        )
-        if self.edited:
-            count = self.edit_count
-            text += f", {EDITED_MARK} ({count} edit{'s' if count != 1 else ''})"
-        if r.guard is not None and r.guard.in_doubt:
-            text += f"\n{r.guard.words()}"
-        return text
-
-    @property
-    def stale(self) -> bool:
-        """Done, with a model or precision that is no longer the setting."""
-        return self.out_of_date and self.status is Status.DONE
-
-    @property
-    def status_text(self) -> str:
-        """The status as the queue's row shows it, with the out-of-date and edited marks."""
-        parts = [self.status.value]
-        if self.stale:
-            parts.append(OUT_OF_DATE_MARK)
-        if self.edited:
-            parts.append(EDITED_MARK)
-        return " · ".join(parts)
-
-    @property
-    def stale_note(self) -> str:
-        """For a result out of date: what it was made with, and when it is made again."""
-        made = self.made_with
-        if not self.stale or made is None:
-            return ""
-        return (
-            f"Made with {Path(made.model).name} {made.precision}, which is no longer the "
-            "setting: it is made again when you show or save it."
-        )
-
-    def pixels(self) -> int:
-        """Pixels of full-size data held (a comparison holds two results)."""
-        if self.processed is None:
-            return 0
-        h, w = self.processed.result.mask.shape
-        return h * w * (3 if self.compared is not None else 1)
-
+from .entry import QueueEntry, Status
 
 #: Full-size results (colour, masks and their display images: about 17 bytes a pixel)
 #: kept in memory for the queue, in pixels: two 12-megapixel photos or twelve of 2 MP.
@@ -374,10 +217,12 @@ class QueueModel(QAbstractListModel):
             if old is None or old is self.current or old is entry:
                 continue
             held -= old.pixels()
-            old.processed, old.compared = None, None
+            old.cutout.unload()
+            old.comparison.unload()
             del self._loaded[item_id]
 
     def forget_result(self, entry: QueueEntry) -> None:
         """Drop ``entry``'s results (they no longer match what it would show)."""
-        entry.processed = entry.compared = None
+        entry.cutout.unload()
+        entry.comparison.unload()
         self._loaded.pop(entry.item_id, None)

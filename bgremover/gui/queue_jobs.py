@@ -24,12 +24,13 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from ..edit import Edits, Operation
+from ..edit import Operation
 from ..errors import ModelError
 from ..pipeline import EngineConfig
+from .entry import EditRequest, QueueEntry, Status
 from .jobs import Job, JobEnd, JobRunner, JobState
 from .model_choice import DEFAULT_SIDES, Side
-from .queue import EditRequest, QueueEntry, QueueModel, Status
+from .queue import QueueModel
 from .results import Preparing, Processed
 from .settings import Settings
 from .worker import Worker, apply_edit, needs_model, restage
@@ -110,8 +111,8 @@ class QueueJobs(QObject):
     # -- submitting ----------------------------------------------------------------
     def process(self, entry: QueueEntry) -> Job:
         """(Re)make ``entry``'s result with the current settings; its queued job is replaced."""
-        if entry.job is not None:
-            self.engine.cancel(entry.job)
+        if entry.cutout.job is not None:
+            self.engine.cancel(entry.cutout.job)
         self._cancel_restage(entry)
         settings = self._settings()
         config, options, source = settings.engine(), settings.compose(), entry.source
@@ -119,7 +120,7 @@ class QueueJobs(QObject):
         # The edits asked for so far are replayed on the new result: the requests still
         # waiting are in them; those asked for from now on wait for it.
         edits = entry.edits or None
-        entry.edit_queue.clear()
+        entry.editing.withdraw()
         job = self.engine.submit(
             "process",
             lambda ctx: self.worker.process(ctx, source, config, options, edits, fmt),
@@ -128,7 +129,7 @@ class QueueJobs(QObject):
             on_progress=self.report_progress,
             after=self.prepare(config),
         )
-        entry.job, entry.status, entry.error = job.id, Status.QUEUED, ""
+        entry.cutout.queued(job.id)
         self.queue.changed(entry)
         self.changed.emit(entry)
         return job
@@ -152,20 +153,20 @@ class QueueJobs(QObject):
             on_progress=self.report_progress,
             after=(self.prepare(a), self.prepare(b)),
         )
-        entry.compare_job, entry.compare_error, entry.compare_cancelled = job.id, "", False
+        entry.comparison.started(job.id)
         return job
 
     def compare_pending(self, entry: QueueEntry) -> tuple[EngineConfig, EngineConfig] | None:
         """The pair (A, B configs) of ``entry``'s comparison being made; None when none is."""
-        job = self.engine.job(entry.compare_job) if entry.compare_job is not None else None
+        job_id = entry.comparison.job
+        job = self.engine.job(job_id) if job_id is not None else None
         return job.tag[-1] if job is not None else None
 
     def drop_comparison(self, entry: QueueEntry) -> None:
         """Forget ``entry``'s comparison, cancelling the one being made (other sides)."""
-        if entry.compare_job is not None:
-            self.engine.cancel(entry.compare_job)
-            entry.compare_job = None
-        entry.compared, entry.compare_error, entry.compare_cancelled = None, "", False
+        job_id = entry.comparison.drop()
+        if job_id is not None:
+            self.engine.cancel(job_id)
 
     def update(self, entry: QueueEntry) -> Job | None:
         """Bring ``entry``'s result up to the current settings, running again only the
@@ -178,8 +179,8 @@ class QueueJobs(QObject):
         settings = self._settings()
         config, options = settings.engine(), settings.compose()
         fmt = settings.output_format
-        if entry.job is not None:
-            running = self.engine.job(entry.job)
+        if entry.cutout.job is not None:
+            running = self.engine.job(entry.cutout.job)
             if running is None or running.tag[-1] == config:
                 # Ending now, or making it with these settings: its end brings the rest
                 # up to date (the window asks again).
@@ -193,14 +194,14 @@ class QueueJobs(QObject):
             return None
         if stage == "infer":
             return self.process(entry)
-        if entry.restage_failed == (config, options, fmt):
+        if entry.cutout.restage_failed == (config, options, fmt):
             return None  # it failed for these settings, and was reported: no retry loop
-        if entry.restage_job is not None:
+        if entry.cutout.restage_job is not None:
             pending = self._restage_job(entry)
             if pending is not None and pending.tag[2:] == (config, options, fmt):
                 return pending
             self._cancel_restage(entry)
-        if entry.edit_job is not None or entry.edit_queue:
+        if entry.editing.busy:
             return None  # the edits being applied first: the last one's end asks again
         edits = entry.edits or None
         if stage == "refine" and edits and any(needs_model(op) for op in edits.operations):
@@ -220,73 +221,61 @@ class QueueJobs(QObject):
                 tag=("restage", entry.item_id, config, options, fmt),
                 on_end=self._on_restage_end,
             )
-        entry.restage_job = job.id
+        entry.cutout.restage_started(job.id)
         return job
 
     def _restage_job(self, entry: QueueEntry) -> Job | None:
-        if entry.restage_job is None:
+        job_id = entry.cutout.restage_job
+        if job_id is None:
             return None
-        return self.output.job(entry.restage_job) or self.engine.job(entry.restage_job)
+        return self.output.job(job_id) or self.engine.job(job_id)
 
     def _cancel_restage(self, entry: QueueEntry) -> None:
-        if entry.restage_job is not None:
+        job_id = entry.cutout.restage_job
+        if job_id is not None:
             # Job ids are unique across runners: only the one holding it cancels it.
-            self.output.cancel(entry.restage_job)
-            self.engine.cancel(entry.restage_job)
-        entry.restage_job = None
+            self.output.cancel(job_id)
+            self.engine.cancel(job_id)
+            entry.cutout.take_restage()
 
     # -- the user's edits ------------------------------------------------------------
     def edit(self, entry: QueueEntry, action: str, op: Operation | None = None) -> bool:
         """The user's edit of ``entry``: "apply" ``op``, "undo" or "redo". False when there
         is nothing to do (no result yet, nothing to undo or redo).
 
-        The request counts at once (``entry.edits`` and ``entry.redo`` say what the user
-        asked for, whatever is still being applied), then is applied after the image's
-        earlier requests, each as a job: :attr:`edited` tells when.
+        The request counts at once (``entry.editing`` says what the user asked for,
+        whatever is still being applied), then is applied after the image's earlier
+        requests, each as a job: :attr:`edited` tells when.
         """
         p = entry.processed
         if p is None or entry.status in (Status.FAILED, Status.STOPPED):
             return False  # nothing shown to edit, or not what the edits would build on
         height, width = p.result.mask.shape
-        edits = entry.edits or Edits((width, height))
-        if action == "apply":
-            assert op is not None
-            entry.edits = edits.then(op)
-            entry.redo.clear()
-        elif action == "undo":
-            if not edits.operations:
-                return False
-            op = edits.operations[-1]
-            entry.edits = Edits(edits.size, edits.operations[:-1])
-            entry.redo.append(op)
-        elif action == "redo":
-            if not entry.redo:
-                return False
-            op = entry.redo.pop()
-            entry.edits = edits.then(op)
-        else:
-            raise ValueError(f"unknown edit action {action!r}")
-        entry.edit_queue.append(EditRequest(action, op))
+        if not entry.editing.request(action, op, (width, height)):
+            return False
         self.queue.changed(entry)
         self._pump(entry)
         return True
 
     def edits_busy(self, entry: QueueEntry) -> bool:
         """Edits of ``entry`` are still being applied."""
-        return entry.edit_job is not None or bool(entry.edit_queue)
+        return entry.editing.busy
 
     def _pump(self, entry: QueueEntry) -> None:
         """Start ``entry``'s next edit request, unless one runs or its result is being made
         again (the requests then wait for the new result)."""
-        if entry.edit_job is not None or entry.job is not None or entry.restage_job is not None:
+        editing, cutout = entry.editing, entry.cutout
+        if editing.job is not None or cutout.job is not None or cutout.restage_job is not None:
             return
         p = entry.processed
         if p is None:
-            entry.edit_queue.clear()  # in entry.edits: replayed when the result is remade
+            editing.withdraw()  # in the edits: replayed when the result is remade
             return
-        if not entry.edit_queue:
-            return
-        request = entry.edit_queue.popleft()
+        if editing.pending:
+            editing.next_request(lambda request: self._submit_edit(entry, p, request))
+
+    def _submit_edit(self, entry: QueueEntry, p: Processed, request: EditRequest) -> int:
+        """Apply ``request`` to ``p`` (``entry``'s result) as a job; its id."""
         config = p.config
         tag = ("edit", entry.item_id, request)
         if request.action != "undo" and needs_model(request.op):
@@ -305,8 +294,8 @@ class QueueJobs(QObject):
                 tag=tag,
                 on_end=self._on_edit_end,
             )
-        entry.edit_job = job.id
         self._edit_on[job.id] = p
+        return job.id
 
     def prepare(self, config: EngineConfig) -> Job | None:
         """The job that obtains and loads ``config``'s model, for work to wait on.
@@ -403,13 +392,13 @@ class QueueJobs(QObject):
         """
         self.mark_out_of_date()
         for entry in self.queue.entries():
-            job = self.engine.job(entry.job) if entry.job is not None else None
+            job_id = entry.cutout.job
+            job = self.engine.job(job_id) if job_id is not None else None
             if job is not None and job.state is JobState.PENDING:
                 self.process(entry)
-            if entry.compare_job is not None:
-                self.engine.cancel(entry.compare_job)
-                entry.compare_job = None
-            entry.compared = None
+            dropped = entry.comparison.outdated()
+            if dropped is not None:
+                self.engine.cancel(dropped)
 
     def mark_out_of_date(self) -> None:
         """Each finished image whose result was made with other model settings (model,
@@ -418,38 +407,32 @@ class QueueJobs(QObject):
         saved, and its row says so until then."""
         key = model_key(self._settings().engine())
         for entry in self.queue.entries():
-            stale = entry.status is Status.DONE and entry.made_with not in (None, key)
-            if stale != entry.out_of_date:
-                entry.out_of_date = stale
+            stale = entry.status is Status.DONE and entry.cutout.made_with not in (None, key)
+            if entry.cutout.mark_out_of_date(stale):
                 self.queue.changed(entry)
 
     def reprocess(self) -> None:
         """Every image again with the current settings; comparisons made again when shown."""
         for entry in self.queue.entries():
-            if entry.compare_job is not None:
-                self.engine.cancel(entry.compare_job)
-                entry.compare_job = None
-            entry.compared, entry.compare_error, entry.compare_cancelled = None, "", False
+            self.drop_comparison(entry)
             self.process(entry)
 
     def stop(self, entry: QueueEntry) -> None:
         """Cancel the work for ``entry`` (queued jobs are withdrawn, a running one stops),
         and the model preparations that only it waited for."""
-        for job_id in (entry.job, entry.compare_job):
+        for job_id in (entry.cutout.take_job(), entry.comparison.outdated()):
             if job_id is not None:
                 self.engine.cancel(job_id)
         self._cancel_restage(entry)
-        entry.edit_queue.clear()
-        entry.job = entry.compare_job = None
+        entry.editing.withdraw()
         self.release_unneeded("the images that needed it were removed from the queue")
 
     def check_settled(self) -> None:
         busy = any(
             e.status in (Status.QUEUED, Status.PROCESSING)
-            or e.compare_job is not None
-            or e.restage_job is not None
-            or e.edit_job is not None
-            or bool(e.edit_queue)
+            or e.comparison.job is not None
+            or e.cutout.restage_job is not None
+            or e.editing.busy
             for e in self.queue.entries()
         )
         if not busy:
@@ -464,8 +447,8 @@ class QueueJobs(QObject):
         if job.kind != "process":
             return
         entry = self.queue.get(job.tag[1])
-        if entry is not None and entry.job == job.id:
-            entry.status = Status.PROCESSING
+        if entry is not None and entry.cutout.job == job.id:
+            entry.cutout.started()
             self.queue.changed(entry)
             self.changed.emit(entry)
 
@@ -482,12 +465,12 @@ class QueueJobs(QObject):
             if not released:  # a failure of work nobody waits for is nobody's news
                 self.failed.emit(end)
 
-    def _entry_for(self, end: JobEnd, attr: str) -> QueueEntry | None:
-        """The entry a job's end is for, if that job is still the one it waits on."""
+    def _entry_for(self, end: JobEnd, ended: Callable[[QueueEntry], bool]) -> QueueEntry | None:
+        """The entry a job's end is for, if that job is still the one it waits on
+        (``ended`` asks the record holding the job, which then forgets it)."""
         entry = self.queue.get(end.tag[1])
-        if entry is None or getattr(entry, attr) != end.job_id:
+        if entry is None or not ended(entry):
             return None  # removed from the queue, or superseded by newer work
-        setattr(entry, attr, None)
         return entry
 
     def _tell_user(self, end: JobEnd) -> None:
@@ -503,62 +486,59 @@ class QueueJobs(QObject):
         self.check_settled()
 
     def _on_process_end(self, end: JobEnd) -> None:
-        entry = self._entry_for(end, "job")
+        entry = self._entry_for(end, lambda e: e.cutout.end_job(end.job_id))
         if entry is None:
             return
         cause = end.cause
         if end.ok:
             p = end.result
-            entry.status, entry.error, entry.processed, entry.thumb = Status.DONE, "", p, p.thumb
-            entry.made_with = model_key(p.config)
-            entry.out_of_date = entry.made_with != model_key(self._settings().engine())
+            made_with = model_key(p.config)
+            out_of_date = made_with != model_key(self._settings().engine())
+            entry.cutout.done(p, made_with, out_of_date)
             self.queue.keep_loaded(entry)
             self._pump(entry)  # edits asked for while it was being made
         elif cause.state is JobState.FAILED:
             # Its own failure, or its model's (reported once, by the model's job).
-            entry.status, entry.error = Status.FAILED, cause.message
+            entry.cutout.failed(cause.message)
             self.queue.forget_result(entry)  # never an old cutout under a new failure
             self._tell_user(end)
         else:
-            entry.status, entry.error = Status.STOPPED, _stopped_reason(cause, end)
+            entry.cutout.stopped(_stopped_reason(cause, end))
         if not end.ok:
             # The edits asked for meanwhile are in entry.edits: the next result made
             # replays them (the one shown, if any, is not theirs to build on).
-            entry.edit_queue.clear()
+            entry.editing.withdraw()
         self._ended(entry)
 
     def _on_restage_end(self, end: JobEnd) -> None:
-        entry = self._entry_for(end, "restage_job")
+        entry = self._entry_for(end, lambda e: e.cutout.end_restage(end.job_id))
         if entry is None:
             return
         if end.ok:
-            entry.processed, entry.thumb = end.result, end.result.thumb
-            entry.restage_failed = None
+            entry.cutout.restaged(end.result)
             self.queue.keep_loaded(entry)
         elif end.state is JobState.FAILED:
-            entry.restage_failed = end.tag[2:]
+            entry.cutout.restage_failed_for(end.tag[2:])
             self.failed.emit(end)  # composing never fails on good data: a bug, or no memory
         self._pump(entry)
         self._ended(entry)
 
     def _on_edit_end(self, end: JobEnd) -> None:
         applied_to = self._edit_on.pop(end.job_id, None)
-        entry = self._entry_for(end, "edit_job")
+        entry = self._entry_for(end, lambda e: e.editing.end_job(end.job_id))
         if entry is None:
             return
         request: EditRequest = end.tag[2]
         box = None
         if end.ok and entry.processed is applied_to:
-            done = end.result.processed
-            entry.processed, entry.thumb, box = done, done.thumb, end.result.box
+            entry.cutout.replace(end.result.processed)
+            box = end.result.box
             self.queue.keep_loaded(entry)
         elif not end.ok and applied_to is not None:
             # What the editor holds is what took effect; the requests after it are
             # withdrawn (they may have built on it).
             editor = applied_to.editor
-            entry.edits = editor.edits if editor is not None and editor.edits else None
-            entry.redo.clear()
-            entry.edit_queue.clear()
+            entry.editing.took_effect(editor.edits if editor is not None else None)
             if end.state is JobState.FAILED:
                 self.failed.emit(end)
         self._pump(entry)
@@ -569,19 +549,19 @@ class QueueJobs(QObject):
         self.check_settled()
 
     def _on_compare_end(self, end: JobEnd) -> None:
-        entry = self._entry_for(end, "compare_job")
+        entry = self._entry_for(end, lambda e: e.comparison.end_job(end.job_id))
         if entry is None:
             return
         cause = end.cause
         if end.ok:
-            entry.compared = end.result
+            entry.comparison.done(end.result)
             if entry.processed is not None:
                 self.queue.keep_loaded(entry)
         elif cause.state is JobState.FAILED:
-            entry.compare_error = cause.message
+            entry.comparison.failed(cause.message)
             self._tell_user(end)
         else:
-            entry.compare_cancelled = True
+            entry.comparison.was_cancelled()
         self.changed.emit(entry)
         self.check_settled()
 

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import (
     QFileDialog,
-    QMainWindow,
     QWidget,
 )
 
@@ -39,9 +38,9 @@ from ..output import SourceRecord, write_output
 from ..pipeline import EngineConfig, Remover
 from ..plan import plan_names
 from .dialogs import show_error
-from .jobs import Job, JobContext, JobEnd, JobRunner, JobState
-from .queue import QueueEntry, QueueModel, Status
-from .settings import Settings
+from .entry import QueueEntry, Status
+from .host import Host
+from .jobs import Job, JobContext, JobEnd, JobState
 from .status import ProgressWithCancel
 from .wording import app_message
 from .worker import Worker
@@ -207,27 +206,12 @@ class SaveMany(QObject):
     #: window's title follow.
     changed = Signal()
 
-    def __init__(
-        self,
-        window: QMainWindow,
-        queue: QueueModel,
-        worker: Worker,
-        engine: JobRunner,
-        prepare: Callable[[EngineConfig], Job | None],
-        settings: Callable[[], Settings],
-        remember_folder: Callable[[Path], None],
-    ) -> None:
-        super().__init__(window)
-        self.window = window
-        self.queue = queue
-        self.worker = worker
-        self.engine = engine
-        self._prepare = prepare
-        self._settings = settings
-        self._remember_folder = remember_folder
+    def __init__(self, host: Host) -> None:
+        super().__init__(host.window())
+        self.host = host
         self.bar = SaveManyBar()
         self.bar.cancelRequested.connect(self.cancel)
-        window.statusBar().addPermanentWidget(self.bar)
+        host.statusBar().addPermanentWidget(self.bar)
         #: The job saving, and what it did so far.
         self.job_id: int | None = None
         self._tally: _Tally | None = None
@@ -237,18 +221,18 @@ class SaveMany(QObject):
         return self.job_id is not None
 
     def _status(self, text: str, ms: int = 8000) -> None:
-        self.window.statusBar().showMessage(text, ms)
+        self.host.statusBar().showMessage(text, ms)
 
     def choose_folder_and_save(self, entries: Sequence[QueueEntry]) -> Job | None:
         """Ask for a folder once, then save ``entries`` there (see :meth:`save_to`)."""
         if not entries:
             self._status("Nothing to save: select images in the queue first.", 6000)
             return None
-        settings = self._settings()
+        settings = self.host.settings
         start = settings.last_output_folder or settings.last_folder or str(Path.home())
         count = len(entries)
         folder = QFileDialog.getExistingDirectory(
-            self.window, f"Save {count} cutout{'s' if count != 1 else ''} to a folder", start
+            self.host.window(), f"Save {count} cutout{'s' if count != 1 else ''} to a folder", start
         )
         return self.save_to(entries, Path(folder)) if folder else None
 
@@ -258,11 +242,11 @@ class SaveMany(QObject):
         if self.running:
             self._status("A save of many images is running: wait for it, or Cancel it.")
             return None
-        settings = self._settings()
+        settings = self.host.settings
         problem = settings.export_problem()
         if problem is not None:
             words = f"{problem.message} {problem.fix}".strip()
-            show_error(self.window, "Not saved", f"Nothing was saved. {words}")
+            show_error(self.host.window(), "Not saved", f"Nothing was saved. {words}")
             return None
         refused = [
             (e.name, f"it could not be processed ({e.error})")
@@ -277,7 +261,7 @@ class SaveMany(QObject):
         try:
             outputs = plan_names(sources, folder, settings.output_format)
         except BgRemoverError as exc:
-            show_error(self.window, "Not saved", f"Nothing was saved. {app_message(exc)}")
+            show_error(self.host.window(), "Not saved", f"Nothing was saved. {app_message(exc)}")
             return None
         items = tuple(
             SaveItem(e.item_id, e.name, e.source, out, e.edits or None)
@@ -286,16 +270,16 @@ class SaveMany(QObject):
         config = settings.engine()
         request = SaveRequest(items, folder, config, settings.compose(), settings.output_format)
         self._tally = _Tally(request, refused)
-        job = self.engine.submit(
+        job = self.host.engine.submit(
             "save-many",
-            lambda ctx: save_images(ctx, self.worker, request),
+            lambda ctx: save_images(ctx, self.host.worker, request),
             tag=("save-many", None, config),
             on_end=self._on_end,
             on_progress=self._on_progress,
-            after=self._prepare(config),
+            after=self.host.jobs.prepare(config),
         )
         self.job_id = job.id
-        self._remember_folder(folder)
+        self.host.apply_settings(last_output_folder=str(folder))
         self.bar.start(len(items), folder)
         self.changed.emit()
         return job
@@ -303,7 +287,7 @@ class SaveMany(QObject):
     def cancel(self) -> None:
         """Stop the save after the image being written (the files written stay)."""
         if self.job_id is not None:
-            self.engine.cancel(self.job_id)
+            self.host.engine.cancel(self.job_id)
 
     def quit_words(self) -> str:
         """What quitting now would stop, in words; "" when no save of many runs."""
@@ -323,13 +307,13 @@ class SaveMany(QObject):
         request = tally.request
         if payload.kind == "saved":
             tally.saved += 1
-            entry = self.queue.get(payload.item.item_id)
+            entry = self.host.queue.get(payload.item.item_id)
             if entry is not None:
                 # Saved as the settings and the edits were when the save began: changed
                 # since, the image is unsaved again (QueueEntry.unsaved compares them).
-                entry.saved_to = payload.item.output
-                entry.saved_with = (request.config, request.options, payload.item.edits)
-                self.queue.changed(entry)
+                made_with = (request.config, request.options, payload.item.edits)
+                entry.last_save.saved(payload.item.output, made_with)
+                self.host.queue.changed(entry)
         else:
             tally.failed.append((payload.item.name, payload.reason))
         self.bar.show_progress(payload.index, payload.total, request.folder)
@@ -350,7 +334,9 @@ class SaveMany(QObject):
             if tally.saved:
                 before = f"{tally.saved} of {total} cutouts were saved to {request.folder}, "
                 before += "the others not. "
-            show_error(self.window, "Not saved", before + end.message, end.details, technical)
+            show_error(
+                self.host.window(), "Not saved", before + end.message, end.details, technical
+            )
             return
         if end.blocked_by is not None:
             if end.cause.state is JobState.FAILED:  # the model's own failure is reported
@@ -392,7 +378,7 @@ class SaveMany(QObject):
             shown.append(f"Saving stopped: {stopped}")
         not_saved = total - saved
         show_error(
-            self.window,
+            self.host.window(),
             "Some cutouts were not saved",
             f"{not_saved} of {total} cutouts were not saved to {folder}:\n" + "\n".join(shown),
             technical="\n".join(lines),

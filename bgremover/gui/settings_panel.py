@@ -8,8 +8,11 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QDockWidget,
     QFormLayout,
+    QFrame,
     QLabel,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -207,6 +210,21 @@ class SettingsPanel(QWidget):
             box.setChecked(value)
             box.blockSignals(False)
         self.export.show_settings(settings)
+
+    def in_dock(self, parent: QWidget) -> QDockWidget:
+        """The pane in a dock titled Settings (for ``parent``, a main window), scrolling
+        with the Export panel below it when the window is short."""
+        scroll = QScrollArea()
+        scroll.setWidget(self)
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setMinimumWidth(self.sizeHint().width() + 16)
+        dock = QDockWidget("Settings", parent)
+        dock.setObjectName("settings")
+        dock.setWidget(scroll)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        return dock
 
     def show_fallbacks(self, fallbacks: tuple[str, ...]) -> None:
         self.fallback_label.setText("\n".join(f"Fallback — {r}" for r in fallbacks))

@@ -1,15 +1,25 @@
-"""The status bar's parts: model preparation with its Cancel, and the engine's log lines."""
+"""The status bar's parts: model preparation with its Cancel, the provider of the image
+shown, and the engine's log lines.
+
+Light to import (tests/test_gui_wiring.py checks it): what it shows comes from
+:mod:`bgremover.gui.results`; the job runners are types here, never imports.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QStatusBar, QToolButton, QWidget
 
 from .results import Preparing
 from .views import ElidedLabel
+
+if TYPE_CHECKING:
+    from .jobs import JobRunner
+    from .queue_jobs import QueueJobs
 
 
 class ProgressWithCancel(QWidget):
@@ -131,3 +141,40 @@ class LogToStatusBar(logging.Handler):
         except Exception:  # a malformed record must never break the engine's work
             return
         self.relay.message.emit(text)
+
+
+class StatusLine(QObject):
+    """The window's status bar ``bar``: the model preparation of ``jobs`` (with its
+    Cancel, which cancels that job on ``engine``), the provider of the image shown, the
+    preparations stopped because nothing waits for them, and the engine's log lines.
+
+    Cancelling is not a failure: the job and the work waiting for it end, no dialog.
+    While a model is prepared, its bar has the room: it and the provider's label never
+    show together. Call :meth:`close` when the window goes (the log handler goes too).
+    """
+
+    def __init__(self, bar: QStatusBar, jobs: QueueJobs, engine: JobRunner) -> None:
+        super().__init__(bar)
+        self.preparation = PreparationBar()
+        self.preparation.cancelRequested.connect(engine.cancel)
+        jobs.preparing.connect(self.preparation.show_progress)
+        # Whichever way a job ends, its model preparation is no longer shown.
+        engine.ended.connect(lambda end: self.preparation.finish(end.job_id))
+        # A preparation nothing waits for any more is stopped: the bar and the status
+        # line say what and why.
+        jobs.released.connect(lambda _text, ids: self.preparation.stopping(ids))
+        jobs.released.connect(lambda text, _ids: bar.showMessage(text, 15000))
+        bar.addPermanentWidget(self.preparation)
+        self.provider_label = QLabel("")
+        bar.addPermanentWidget(self.provider_label)
+        jobs.preparing.connect(lambda *_: self.provider_label.hide())
+        engine.ended.connect(
+            lambda _end: self.provider_label.setVisible(self.preparation.isHidden())
+        )
+        # The engine's warnings and notes (a model obtained from a mirror, a fallback).
+        self._log_handler = LogToStatusBar()
+        self._log_handler.relay.message.connect(lambda text: bar.showMessage(text, 8000))
+        logging.getLogger("bgremover").addHandler(self._log_handler)
+
+    def close(self) -> None:
+        logging.getLogger("bgremover").removeHandler(self._log_handler)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from .queue import QueueEntry
+from .entry import QueueEntry
 
 
 def unsaved_words(entries: Sequence[QueueEntry]) -> str:

@@ -91,7 +91,7 @@ def paint(app, window: MainWindow, strokes: int, rate: float) -> tuple[float, li
         kind, x, y, s = events[step["i"]]
         step["i"] += 1
         if kind == QEvent.Type.MouseButtonPress:
-            window.set_tool("erase" if s % 2 == 0 else "restore")
+            window.editing.set_tool("erase" if s % 2 == 0 else "restore")
         send(window, kind, x, y)
         if kind == QEvent.Type.MouseButtonRelease:
             released[s] = time.perf_counter()
@@ -130,20 +130,20 @@ def main() -> int:
         if entry is None or entry.processed is None:
             raise SystemExit(f"{args.photo} could not be processed")
         h, w = entry.processed.result.mask.shape
-        window.set_edit_mode(True)
-        window.edit_tools.set_radius(args.radius)
-        window.edit_tools.edge_aware = args.edge_aware
+        window.editing.set_edit_mode(True)
+        window.editing.tools.set_radius(args.radius)
+        window.editing.tools.edge_aware = args.edge_aware
         app.processEvents()
         results = {}
         for overlay in (True, False):
-            if window.act_overlay.isChecked() != overlay:
-                window.act_overlay.trigger()
+            if window.touchup_menu.overlay.isChecked() != overlay:
+                window.touchup_menu.overlay.trigger()
             app.processEvents()
             results[overlay] = paint(app, window, args.strokes, args.rate)
         meter = StallMeter()
         meter.start()
         start = time.perf_counter()
-        window.edit("undo")
+        window.editing.edit("undo")
         wait_for(app, lambda: not window.jobs.edits_busy(entry))
         undo_time, undo_stall = time.perf_counter() - start, meter.worst
     finally:

@@ -93,7 +93,8 @@ def main() -> int:
         def save_when_done(end) -> None:  # what a user saving each result does
             entry = window.queue.get(end.tag[1]) if end.kind == "process" else None
             if not args.no_save and entry is not None and entry.processed is not None:
-                saves.append(window.save_result(entry, saved_dir / f"{entry.item_id:03d}.png"))
+                target = saved_dir / f"{entry.item_id:03d}.png"
+                saves.append(window.saving.save_result(entry, target))
 
         window.engine.ended.connect(save_when_done)
         meter.start()
@@ -113,7 +114,7 @@ def main() -> int:
         batch_in.mkdir()
         for i, src in enumerate(images):
             shutil.copy(src, batch_in / f"{i:02d}_{src.name}")
-        dialog = window.open_batch(batch_in)
+        dialog = window.batches.open_batch(batch_in)
         dialog.output_edit.setText(str(tmp / "out"))
         meter.start()
         start = time.perf_counter()
