@@ -49,20 +49,11 @@ leaves no partial output, only a hidden temporary file that the next run deletes
 stops the run: local Ray is shut down, its leftover temporary files are deleted, and only
 complete outputs remain.
 
-What each stage costs
----------------------
-Measured on a 2-core machine shared with other work (u2netp, 31 photos of 0.1 to
-1 megapixels; medians per photo, inside the Ray stages): decode 0.02 s, preprocess
-0.04 s, inference 0.49 s, finish (mask, edge refinement, compose) 0.075 s, encode and
-atomic write 0.063 s. Ray's fixed costs per run: importing Ray about 0.8 s, starting a
-local Ray about 4 s, then 4 to 7 s before the first photo is out (the workers import
-Ray Data and pyarrow, the actor creates its ONNX Runtime session). Between photos the
-pipeline keeps pace with the plain batch; the start-up is what ``--ray`` adds on one
-machine. ``tests/benchmarks/ray_batch.py`` measures both batches on the same photos: on
-that machine, quiet, 3 runs gave medians of 9.8 s plain against 26.9 s with ``--ray``
-(ray/plain 2.61, 1.97, 2.74 pair by pair), with 0 pixel (and 0 byte) difference; loaded by
-other work, the ratio was 0.97 to 1.29 (the fixed cost weighs less against a slow batch).
-``--ray`` pays off when it adds machines: each node runs its own actors.
+What it costs
+-------------
+On one machine ``--ray`` adds Ray's start-up (seconds) to the plain batch, and between
+photos keeps its pace; it pays off when it adds machines, each node running its own
+actors. The stages' costs, measured: docs/decisions/0008.
 
 Ray's own log lines are kept at errors only; one it prints itself when the actor pool
 starts (about actor constructor arguments in the object store) is harmless here: the

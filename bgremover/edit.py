@@ -21,15 +21,19 @@ The tools:
   along hair drops the background between the strands and keeps the strands.
 * ``add`` / ``remove``: one click changes the whole region it belongs to (see
   regions.py); all clicks since the last reset are hard constraints.
-* ``box``: the network runs again on the crop of a rectangle (the subject
-  then fills the model's input, so detail improves) and its mask replaces
-  the mask inside the box, blended over a few pixels at the box's border.
+* ``box``: the network runs again on the crop of a rectangle, with a tenth of
+  context around it (the subject then fills the model's input, so detail
+  improves), and its mask replaces the mask inside the box, blended over a few
+  pixels at the box's border.
 * ``load``: the whole mask replaced by one from a file (a mask, or a cutout's
   alpha), resized to the image.
 * ``reset``: back to the model's mask.
 
 Every operation returns the box of the pixels it changed, so a view redraws
 only that; :class:`Editor` keeps those patches for exact undo and redo.
+
+Why the click and box tools work as they do, and what they measured:
+docs/decisions/0001 to 0007.
 """
 
 from __future__ import annotations
@@ -423,9 +427,7 @@ def apply_stroke(
 
 #: Context the network sees around a box, as a fraction of the box's sides: a subject
 #: cut exactly at its bounding box touches the crop's borders, which a saliency
-#: network reads as "not the subject". Chosen on the portraits (0, 0.1, 0.2: NoC@95
-#: 2.42, 2.00, 2.25 with a box first), then scored on the matting set (NoC@95 3.39
-#: without context, 2.33 with it; tests/benchmarks/clicks.py --tool box).
+#: network reads as "not the subject" (docs/decisions/0007).
 BOX_CONTEXT = 0.1
 
 

@@ -9,10 +9,8 @@ time (see ``batch.py``): only the compressed file is ever whole.
 The format part is small and fixed by the PNG specification (signature, IHDR,
 IDAT, IEND chunks with CRC-32). Every row uses the "Up" filter (row minus the
 row above, modulo 256), and the deflate stream comes from zlib-ng when it is
-installed (a dependency: on 12-megapixel cutouts at level 4, 1.7x faster than
-zlib and 3 % smaller) or from Python's own zlib otherwise. Filter and level were
-chosen by measurement on cutouts, against rembg's output size (README,
-"Performance").
+installed (a dependency) or from Python's own zlib otherwise; either gives a
+standard PNG of the same pixels. Why this filter, level and library: docs/decisions/0009.
 """
 
 from __future__ import annotations

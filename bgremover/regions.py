@@ -2,118 +2,50 @@
 
 An *Add* click on a part the mask missed (or a *Remove* click on a part it wrongly
 keeps) changes the region of the photo that the click belongs to, and nothing far
-away. :func:`apply_click` does it with GrabCut (OpenCV), in two passes on
-downscaled copies of the photo:
+away. :func:`apply_click` does it with GrabCut (OpenCV), without the model, in two
+passes on downscaled copies of the photo:
 
 1. **Coarse**, the whole photo at ``COARSE_SIDE`` px long side, to find how far the
-   clicked region reaches. The click says "the mask is wrong here", so GrabCut must
+   clicked region reaches. The click says "the mask is wrong here", so GrabCut does
    not start from the mask as it is: the pixels of the clicked side (the mask's
    background for Add, its foreground for Remove) are split into ``CLUSTERS``
    colour clusters (k-means), and the pixels of the click's cluster that are
    connected to the click are moved to the other side. GrabCut then starts from
-   that labelling: the other side (the mask's foreground for Add) and every click
-   so far (``earlier`` and this one, as disks of ``SEED_RADIUS``) are hard
-   constraints, and so is every pixel of the clicked side further than ``BAND``
-   from the moved cluster, so that where colours do not separate (grey photos,
-   dark clothes on a dark background) the change cannot run away over the whole
-   photo. The region is the connected part of GrabCut's change that holds the
-   click.
+   that labelling. Hard constraints: the other side (``HOLD_OTHER_SIDE``), every
+   click so far (``earlier`` and this one, as disks of ``SEED_RADIUS``), and every
+   pixel of the clicked side further than ``BAND`` from the moved cluster, so that
+   where colours do not separate the change cannot run away over the whole photo.
+   The region is the connected part of GrabCut's change that holds the click.
 2. **Fine**, the region's box plus ``MARGIN`` at ``FINE_SIDE`` px long side: GrabCut
    again, starting from the coarse region, draws its outline at a finer scale.
 
 Both passes keep the change no deeper into the clicked side than ``DEPTH`` times the
-click's own distance from the other side (at least ``BAND``): a Remove click on a thin
-strip of dark floor kept under a dark subject took the whole subject before (IoU 0.97
-to 0.02 on a portrait), and an Add click on a hand took the wall below it.
+click's own distance from the other side (at least ``BAND``). Then the click spreads
+(:func:`_spread`, at ``SPREAD_SIDE``) along the rest of the mask's outline to the
+pixels of the colours under it; a Remove's spread leaves what the model's own mask
+holds at ``SURE`` or more.
 
 The fine region is upsampled bilinearly to the photo, which gives it a soft edge
 about one working pixel wide, and blended into the mask:
-``alpha + (target - alpha) * weight`` with target 255 (Add) or 0 (Remove), so an
-Add never lowers a pixel and a Remove never raises one. Last, the pixels the click
-changed get the edge refinement the model's mask gets (``REFINE``,
-:func:`bgremover.refine.refine_alpha`), held to the same rule: upsampled from a grid
-of a few hundred pixels, the outline along a thin leaf is a blur one working pixel
-wide, and the refinement's colour line puts it where the photo's colours say. The
-clicked pixel itself always becomes 255 / 0. GrabCut only ever sees the downscaled
-copies, so a 12-megapixel photo adds just the full-size resampling, blending and
-refinement (median 0.58 s a click on three 12 MP photos against 0.13 s at 800 px).
-Everything is deterministic: OpenCV's random generator (k-means, GrabCut's GMM
-initialisation) is seeded before each use, and the fixed +-1 grey-level dither added
-to GrabCut's input (without it, max-flow takes minutes on a flat colour) comes from
-a seeded generator.
+``alpha + (target - alpha) * weight`` with target 255 (Add) or 0 (Remove). Last, the
+pixels the click changed get the edge refinement the model's mask gets (``REFINE``,
+:func:`bgremover.refine.refine_alpha`), held to the same rule.
 
-**Why this way, and which folder chose what** (``tests/benchmarks/clicks.py``, the
-standard simulated-user protocol; matting = the 18 alphamatting.com photos,
-portraits = the 12 P3M portraits):
+What must stay true:
 
-* Plain GrabCut seeded by the mask with the clicks as hard constraints (the issue's
-  first idea) hardly moves: the missed region's colours are in the background's
-  colour model, so only the click's disk changes (matting: GT13 never reached 0.85
-  in 20 clicks, GT18 needed 13 to reach 0.90). Moving the click's colour cluster
-  first fixes that (GT18: 1 click to 0.90, 2 to 0.95).
-* The network run again on a crop around the click (crops of 0.3 and 0.5 of the
-  long side, its change's component holding the click) did worse on matting
-  (GT13 stuck at 0.15, GT18 needing 12 clicks to 0.95: on crops of leaves or legs
-  u2netp finds no salient object or another one), and as a second opinion on
-  large changes (kept only where the network, on a crop around the click, agrees)
-  it made portraits worse (NoC@90 0.83 instead of 0.67). It also costs about
-  0.3 s a run on two cores, the whole time budget of a click. So a click needs no
-  model.
-* Chosen on **matting**: ``CLUSTERS`` = 3 (of 2, 3, 4, 5; RGB beat Lab and
-  colour + position features), ``ITERATIONS`` = 2 (of 1, 2, 4), the other side
-  held fixed (NoC@90 0.17 against 0.39 when GrabCut may move it, and faster).
-  Both checked on the portraits since (``clicks_cv.py ... --param HOLD_OTHER_SIDE
-  true,false`` and ``--param COLOUR_SPACE RGB,Lab``): holding the other side fixed
-  wins there too (NoC@90 / NoC@95 0.67 / 1.25 against 2.17 / 2.92), but Lab beats
-  RGB there (0.50 / 1.08), and Lab scores 0.78 / 1.22 on matting (RGB 0.50 / 1.22):
-  neither colour space wins on both folders, and RGB stays.
-* Chosen on **portraits**: ``BAND`` = 0.05 of the working long side (of 0, 0.05,
-  0.1, 0.2; without it an Add click on a dark jacket took the dark background too).
-* Not chosen from data: ``COARSE_SIDE`` and ``FINE_SIDE`` come from the time budget
-  (GrabCut takes about 0.1 s per iteration at 320 px on two cores; a full-size fine
-  pass did not score better), ``SEED_RADIUS`` and ``MARGIN`` were set once.
+* An Add never lowers a pixel and a Remove never raises one; the clicked pixel itself
+  always becomes 255 / 0.
+* GrabCut only ever sees the downscaled copies, so a large photo adds only the
+  full-size resampling, blending and refinement.
+* Everything is deterministic: OpenCV's random generator (k-means, GrabCut's GMM
+  initialisation) is seeded before each use, and the fixed +-1 grey-level dither
+  added to GrabCut's input (without it, max-flow takes minutes on a flat colour)
+  comes from a seeded generator.
+* GrabCut only sees colour: where the missed part has the colours of the background
+  around it, a click recovers only the part that differs, and edges finer than the
+  spread's grid need the brushes.
 
-* Then the click spreads (:func:`_spread`) along the rest of the outline to the
-  pixels of the colours under it. Chosen on **matting** (GT13: 0.90 in 4 clicks
-  instead of 8, 0.95 in 14 instead of never, before ``REFINE``); on the portraits,
-  with ``DEPTH``, it changes no photo's count. ``DEPTH`` = 2 chosen on
-  **portraits** (of 2, 3, 4; 2 and 3 tie, 4 costs p_09ba26b4 two clicks); the
-  spread's odds (four to one) and bins are not chosen from data. ``SURE`` (a Remove
-  spread leaves what the model's mask holds at 0.9 or more) comes from the model's
-  errors on both folders, not from the benchmark: its confident misses are ten times
-  its confident wrong keeps; it changes no benchmark row at 800 px and keeps the
-  astronaut's sleeve whole.
-* ``REFINE`` (refining the changed pixels) uses the refinement's own settings, chosen
-  before by its cross-validation (refine_cv.py); switched on (with ``SPREAD_SIDE``
-  320), it changed no portrait's count, took GT13 to 0.95 in 12 clicks instead of 14
-  and the 12 MP GT13 in 7 instead of 13.
-* ``SPREAD_SIDE`` = 800 (was 320, a time-budget choice while the spread's bands were
-  erosions by disks, whose cost grows with the radius; distance transforms made it
-  flat). After its big parts are fixed, the plant's remaining error is its fringe:
-  after six clicks, 79 % of GT13's wrong pixels lie within 2 px of the true outline,
-  and at 320 the spread drew that outline in cells of 2.5 photo pixels. On a synthetic
-  photo with a known answer (tests/test_regions.py) one click adds 95 % of 24 missed
-  needles 3 px wide at 800 and 62 % at 320. On the benchmark it is **not held out**:
-  the matting set gains from it from all three start masks (``clicks.py``, and with
-  ``--no-refine`` and ``--model isnet-imgly``: NoC@95 0.50 / 0.44 / 0.72 against
-  1.06 / 0.67 / 1.17 at 320), while the portraits hardly tell: 1.42 against 1.25 from
-  u2netp's refined mask (p_71bcce3a needs two clicks more), 0.92 against 1.00 from
-  IS-Net's, 1.00 both from the unrefined mask; ``clicks_cv.py ... --param
-  SPREAD_SIDE 320,800`` on them scores 1.25 / 1.00 / 1.00 held out.
-
-Measured with these settings (u2netp fp32 start with edge refinement, max 20
-clicks): matting NoC@85 0.17, NoC@90 0.17, NoC@95 0.50, all 18 photos at 0.95
-within 8 clicks (GT13 in 7); portraits NoC@90 0.75, NoC@95 1.42, all 12 within 6
-clicks. Held out
-(tests/benchmarks/clicks_cv.py, 2-fold cross-validation, each photo scored with the
-values chosen on the other half; measured before the spread and ``DEPTH``):
-matting NoC@90 0.67, NoC@95 1.17 (only GT13 and
-GT18 need clicks, so this rests on two photos); portraits NoC@90 0.83, NoC@95 1.33.
-
-GrabCut only sees colour: where the missed part has the colours of the background
-around it, a click recovers only the part that differs (GT13, a plant before sand
-and rock, needs 7 clicks to IoU 0.95, and edges finer than the spread's grid need
-the brushes).
+Why each step and constant, and what they measured: docs/decisions/0001 to 0006.
 """
 
 from __future__ import annotations
