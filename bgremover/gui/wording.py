@@ -16,11 +16,13 @@ thread (the job runner words a failure on its worker thread).
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMenu
+from typing import TYPE_CHECKING
 
 from ..errors import BgRemoverError, ErrorKind
+
+if TYPE_CHECKING:  # Qt is imported when menus are read, not with the module: the app
+    # shows a start-up failure (app.py) before it may load Qt, after ONNX Runtime.
+    from PySide6.QtGui import QAction
 
 #: Where the fix for each kind the app can help with is in the app: a template whose
 #: ``{names}`` are the menu items that :func:`use_menus` registers (a new name here is a
@@ -62,6 +64,9 @@ def plain(text: str) -> str:
 def menu_item(action: QAction) -> MenuItem:
     """Where ``action`` is: the title of the (first) menu that holds it, its text and its
     shortcut as the menu shows it."""
+    from PySide6.QtGui import QKeySequence
+    from PySide6.QtWidgets import QMenu
+
     menus = [m for m in action.associatedObjects() if isinstance(m, QMenu)]
     keys = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
     return MenuItem(plain(menus[0].title()) if menus else "", plain(action.text()), keys)
