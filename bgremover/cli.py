@@ -20,6 +20,7 @@ from typing import TextIO
 
 from . import __version__
 from .models import DEFAULT_MODEL, PRECISIONS
+from .options import add_flags, cli_flags, cli_values
 from .output import DEFAULT_FORMAT, FORMATS
 from .report import DEFAULT_HEAT_SCALE, HEAT_SCALES
 
@@ -229,13 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the network's mask as is (identical to rembg's) instead of "
         "refining its edges with the photo's colours",
     )
-    rm.add_argument(
-        "--decontaminate",
-        action="store_const",
-        const=True,
-        help="re-estimate colours in see-through edges (hair) so no tint of the old "
-        "background remains; slower",
-    )
+    add_flags(rm, cli_flags("main"))  # --decontaminate (bgremover.options)
     rm.add_argument("--mask-only", action="store_true", help="write the alpha mask (greyscale)")
     rm.add_argument(
         "-f",
@@ -435,76 +430,13 @@ def _family_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _export_arguments(rm: argparse.ArgumentParser) -> None:
-    """The export options: what each output looks like (see presets.options_from)."""
+    """The export options: what each output looks like, one flag per option record
+    (bgremover.options; read by presets.options_from)."""
     ex = rm.add_argument_group("export options (a preset sets them together)")
     ex.add_argument(
         "--preset", metavar="NAME", help="export settings by name (see `bgremover presets`)"
     )
-    ex.add_argument(
-        "-b",
-        "--background",
-        action="append",
-        metavar="BACKGROUND",
-        help="what the subject is put on: a colour (white, #rrggbb[aa], r,g,b[,a]), an "
-        "image file, blur or blur:STRENGTH (the photo's own background, blurred), or "
-        "transparent; give a colour and an image to fill a fitted image's bars",
-    )
-    ex.add_argument(
-        "--background-fit",
-        metavar="FIT",
-        help="how a background image covers the output: fill (default: cover it, cut "
-        "to size), fit (inside, with bars) or stretch",
-    )
-    ex.add_argument(
-        "--crop",
-        nargs="?",
-        const=True,
-        metavar="MARGIN",
-        help="cut the output to the subject, with an optional margin: 30 (px) or 5%% "
-        "(of the subject's long side)",
-    )
-    ex.add_argument(
-        "--canvas",
-        metavar="SIZE",
-        help="place the subject on a canvas of a size (2000x2000: scaled to fit inside "
-        "the margin) or a ratio (1:1, 4:5, 16:9: as small as holds it)",
-    )
-    ex.add_argument(
-        "--margin",
-        metavar="MARGIN",
-        help="free space at each side of a canvas: px or %% of its short side",
-    )
-    ex.add_argument(
-        "--position",
-        metavar="WHERE",
-        help="where the subject sits on a canvas: center (default) or bottom (products)",
-    )
-    ex.add_argument(
-        "--max-size", type=int, metavar="PX", help="scale the output down to this long side"
-    )
-    ex.add_argument(
-        "--shadow",
-        nargs="?",
-        const=True,
-        metavar="SPEC",
-        help="a soft drop shadow under the subject; optionally "
-        "opacity=0.6,blur=0.03,dx=0.01,dy=0.02 (fractions of the subject's height)",
-    )
-    ex.add_argument(
-        "--outline",
-        metavar="WIDTH[:COLOR]",
-        help="a stroke around the subject, for stickers: 8 or 8:white",
-    )
-    ex.add_argument(
-        "--quality", type=int, metavar="Q", help="JPEG/WebP quality 1-100 (JPEG 92, WebP 90)"
-    )
-    ex.add_argument("--lossless", action="store_const", const=True, help="WebP without loss")
-    ex.add_argument(
-        "--strip-metadata",
-        action="store_const",
-        const=True,
-        help="leave out the photo's EXIF data (camera, place, time); colour stays",
-    )
+    add_flags(ex, cli_flags("export"))
 
 
 def _serve_arguments(command) -> None:
@@ -573,19 +505,9 @@ def _serve_arguments(command) -> None:
 
 
 def export_values(args: argparse.Namespace) -> dict:
-    """The export options given on the command line, spelled as presets spell them."""
-    from .presets import KEYS
-
-    values: dict = {}
-    if args.crop is not None:
-        values["crop"] = True
-        if args.crop is not True:
-            values["margin"] = args.crop
-    for key in KEYS:  # each export option has a flag of its name (-f is the format's)
-        value = getattr(args, key) if key not in ("crop", "format") else None
-        if value is not None:
-            values[key] = value
-    return values
+    """The export options given on the command line, spelled as presets spell them
+    (-f, the format, is decided with -o: see plan.resolve_output)."""
+    return cli_values(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

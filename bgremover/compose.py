@@ -30,72 +30,46 @@ from functools import lru_cache
 
 import cv2
 import numpy as np
-from PIL import ImageColor
 
 from .errors import UsageError
+from .options import BLUR, MAX_SIZE, OUTLINE_WIDTH, QUALITY, SIDE, SchemaSwitches, recoloured
+from .options import DEFAULT_QUALITY as DEFAULT_QUALITY
+from .options import FITS as FITS
+from .options import OPTIONS as _OPTIONS
+from .options import POSITIONS as POSITIONS
+from .options import RGBA as RGBA
+from .options import Length as Length
+from .options import Outline as Outline
+from .options import Shadow as Shadow
+from .options import parse_blur as parse_blur
+from .options import parse_canvas as parse_canvas
+from .options import parse_color as parse_color
+from .options import parse_length as parse_length
+from .options import parse_outline as parse_outline
+from .options import parse_pair as parse_pair
 from .subject import Subject, find_subject, subject_box
-
-RGBA = tuple[int, int, int, int]
 
 #: A canvas that enlarges the subject more than this many times gets a note (it will
 #: look soft: a 100-pixel subject on a 2000-pixel square is a blur).
 ENLARGE_NOTE = 2.0
-#: How a background image covers the output: scaled to cover it and cut (fill), scaled
-#: to fit inside it with bars (fit), or distorted to its size (stretch).
-FITS = ("fill", "fit", "stretch")
-#: Where the subject sits on a canvas: centred, or centred and standing on the bottom
-#: margin (products).
-POSITIONS = ("center", "bottom")
 #: The blur of the photo's own background, strength 1: a Gaussian whose sigma is this
 #: fraction of the image's long side (a portrait lens's look at web sizes).
 BLUR_SIGMA = 0.012
 #: The long side, in pixels, at which the blurred background is computed: a blur this
 #: wide has no detail a larger working size would keep.
 BLUR_WORK = 640
-#: Default encoding quality of lossy formats, when the options name none.
-DEFAULT_QUALITY = {"jpeg": 92, "webp": 90}
 
 
 @dataclass(frozen=True)
-class Length:
-    """A distance in pixels, or in percent of a size the context gives."""
+class ComposeOptions(SchemaSwitches):
+    """How a result becomes an output image: every export option, in one object.
 
-    value: float = 0.0
-    percent: bool = False
-
-    def pixels(self, reference: float) -> float:
-        return self.value / 100.0 * reference if self.percent else self.value
-
-    def __str__(self) -> str:
-        return f"{self.value:g}%" if self.percent else f"{self.value:g}px"
-
-
-@dataclass(frozen=True)
-class Shadow:
-    """A soft drop shadow under the subject, drawn from its alpha.
-
-    Offset and blur are fractions of the subject's height on the output, so the
-    shadow looks the same at every output size.
+    The options and their values are defined in :mod:`bgremover.options` (one record
+    each); the fields below are those the layout, layer and encoder code reads by name.
+    Each switch of :data:`bgremover.options.SWITCHES` (a recolouring of the photo) adds a
+    bool field of its name, inherited from :class:`~bgremover.options.SchemaSwitches`.
+    Give the fields by keyword.
     """
-
-    dx: float = 0.012
-    dy: float = 0.02
-    blur: float = 0.02
-    opacity: float = 0.45
-    color: RGBA = (0, 0, 0, 255)
-
-
-@dataclass(frozen=True)
-class Outline:
-    """A stroke around the subject (stickers): ``width`` output pixels of ``color``."""
-
-    width: float = 8.0
-    color: RGBA = (255, 255, 255, 255)
-
-
-@dataclass(frozen=True)
-class ComposeOptions:
-    """How a result becomes an output image: every export option, in one object."""
 
     #: Write the alpha mask as a greyscale image instead of a cutout (the layout applies).
     mask_only: bool = False
@@ -104,7 +78,7 @@ class ComposeOptions:
     #: An image file under the subject; its own EXIF orientation is applied.
     background_image: str | None = None
     #: How the background image covers the output (:data:`FITS`).
-    background_fit: str = "fill"
+    background_fit: str = FITS[0]
     #: Blur the photo's own background, with the subject taken out, at this strength.
     blur: float | None = None
     #: Re-estimate the subject's colour in semi-transparent pixels (hair) so that
@@ -120,7 +94,7 @@ class ComposeOptions:
     #: A canvas of this aspect ratio (width, height), as small as holds the subject.
     aspect: tuple[int, int] | None = None
     #: Where the subject sits on a canvas (:data:`POSITIONS`).
-    position: str = "center"
+    position: str = POSITIONS[0]
     #: The output's long side at most this many pixels (scaled down, never up).
     max_size: int | None = None
     shadow: Shadow | None = None
@@ -174,27 +148,32 @@ class ComposeOptions:
 
 
 def _check(o: ComposeOptions) -> None:
-    """Options that cannot make an image are refused with what to do instead."""
+    """Options that cannot make an image are refused with what to do instead (the ranges
+    are :mod:`bgremover.options`'s)."""
 
     def fail(message: str, fix: str) -> None:
         raise UsageError(message, fix=fix)
 
-    if o.background_fit not in FITS:
-        fail(f"Unknown background fit {o.background_fit!r}.", f"Use one of: {', '.join(FITS)}.")
-    if o.position not in POSITIONS:
-        fail(f"Unknown position {o.position!r}.", f"Use one of: {', '.join(POSITIONS)}.")
+    _OPTIONS["background_fit"].check_choice(o.background_fit, "background fit")
+    _OPTIONS["position"].check_choice(o.position, "position")
     if o.blur is not None and o.background_image is not None:
         fail(
             "A background can be a blur of the photo or an image, not both.",
             "Choose one background.",
         )
-    if o.blur is not None and not (0 < o.blur <= 20):
-        fail(f"Blur strength {o.blur:g} is out of range.", "Use a strength above 0, up to 20.")
+    if o.blur is not None and o.blur not in BLUR:
+        fail(
+            f"Blur strength {o.blur:g} is out of range.",
+            f"Use a strength above {BLUR.low:g}, up to {BLUR.high:g}.",
+        )
     if o.canvas is not None and o.aspect is not None:
         fail("A canvas has a size or an aspect ratio, not both.", "Give one of them.")
     for name, pair in (("canvas", o.canvas), ("aspect ratio", o.aspect)):
-        if pair is not None and (min(pair) < 1 or max(pair) > 30000):
-            fail(f"The {name} {pair[0]}x{pair[1]} is not a usable size.", "Use 1 to 30000.")
+        if pair is not None and not (min(pair) in SIDE and max(pair) in SIDE):
+            fail(
+                f"The {name} {pair[0]}x{pair[1]} is not a usable size.",
+                f"Use {SIDE.low:g} to {SIDE.high:g}.",
+            )
     if o.margin.value < 0:
         fail(f"The margin {o.margin} is negative.", "Use 0 or more.")
     if o.margin.value and not (o.crop or o.canvas or o.aspect):
@@ -215,12 +194,21 @@ def _check(o: ComposeOptions) -> None:
                 f"{o.margin} on each side.",
                 "Use a larger canvas or a smaller margin.",
             )
-    if o.max_size is not None and o.max_size < 1:
-        fail(f"A largest size of {o.max_size} px cannot hold an image.", "Use 1 or more.")
-    if o.quality is not None and not (1 <= o.quality <= 100):
-        fail(f"Quality {o.quality} is out of range.", "Use 1 (smallest) to 100 (best).")
-    if o.outline is not None and not (0 < o.outline.width <= 500):
-        fail(f"An outline of {o.outline.width:g} px is out of range.", "Use 1 to 500 px.")
+    if o.max_size is not None and o.max_size not in MAX_SIZE:
+        fail(
+            f"A largest size of {o.max_size} px cannot hold an image.",
+            f"Use {MAX_SIZE.low:g} or more.",
+        )
+    if o.quality is not None and o.quality not in QUALITY:
+        fail(
+            f"Quality {o.quality} is out of range.",
+            f"Use {QUALITY.low:g} (smallest) to {QUALITY.high:g} (best).",
+        )
+    if o.outline is not None and o.outline.width not in OUTLINE_WIDTH:
+        fail(
+            f"An outline of {o.outline.width:g} px is out of range.",
+            f"Use 1 to {OUTLINE_WIDTH.high:g} px.",
+        )
     if o.shadow is not None and not (0 <= o.shadow.opacity <= 1 and o.shadow.blur >= 0):
         fail("The shadow's opacity must be 0 to 1 and its blur 0 or more.", "Correct them.")
     if o.background_image is not None and not os.path.isfile(o.background_image):
@@ -228,89 +216,6 @@ def _check(o: ComposeOptions) -> None:
             f"The background image {o.background_image} does not exist.",
             "Give the path of an image file.",
         )
-
-
-def parse_color(text: str) -> RGBA:
-    """Parse "white", "#ff8800", "#ff880080" or "255,136,0[,128]" into RGBA."""
-    value = text.strip()
-    parts = [p.strip() for p in value.split(",")]
-    try:
-        if len(parts) in (3, 4) and all(p.isdigit() for p in parts):
-            nums = [int(p) for p in parts]
-            if any(n > 255 for n in nums):
-                raise ValueError("components must be 0-255")
-            return (nums[0], nums[1], nums[2], nums[3] if len(nums) == 4 else 255)
-        rgba = ImageColor.getcolor(value, "RGBA")
-        if not isinstance(rgba, tuple):  # a grey level: Pillow gives an int for mode "L"
-            rgba = (rgba, rgba, rgba, 255)
-        return (rgba[0], rgba[1], rgba[2], rgba[3])
-    except ValueError:
-        raise UsageError(
-            f"Not a colour: {text!r}. Use a name (white), #rrggbb, #rrggbbaa or r,g,b[,a]."
-        ) from None
-
-
-def parse_length(text: str) -> Length:
-    """Parse "5%", "30" or "30px"."""
-    value = str(text).strip().lower()
-    percent = value.endswith("%")
-    number = value[:-1] if percent else value.removesuffix("px")
-    try:
-        amount = float(number)
-    except ValueError:
-        raise UsageError(
-            f"Not a margin: {text!r}. Use pixels (30 or 30px) or a percentage (5%)."
-        ) from None
-    if not math.isfinite(amount) or amount < 0:
-        raise UsageError(f"Not a margin: {text!r}. Use 0 or more.")
-    return Length(amount, percent)
-
-
-def parse_pair(text: str, separator: str, what: str) -> tuple[int, int]:
-    """Parse "2000x1500" (separator "x") or "4:5" (":") into two positive integers."""
-    parts = str(text).strip().lower().split(separator)
-    try:
-        if len(parts) != 2:
-            raise ValueError
-        a, b = int(parts[0]), int(parts[1])
-        if a < 1 or b < 1:
-            raise ValueError
-    except ValueError:
-        example = "2000x2000" if separator == "x" else "4:5"
-        raise UsageError(f"Not {what}: {text!r}. Write it like {example}.") from None
-    return a, b
-
-
-def parse_canvas(text: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-    """A canvas given as a size ("2000x2000") or a ratio ("1:1"): (size, ratio)."""
-    if ":" in text:
-        return None, parse_pair(text, ":", "an aspect ratio")
-    return parse_pair(text, "x", "a canvas size"), None
-
-
-def parse_outline(text: str) -> Outline:
-    """Parse "8" or "8:white" (width in pixels, then an optional colour)."""
-    width, _, colour = str(text).partition(":")
-    try:
-        px = float(width.strip().lower().removesuffix("px"))
-    except ValueError:
-        raise UsageError(
-            f"Not an outline: {text!r}. Write a width in pixels and a colour, like 8:white."
-        ) from None
-    return Outline(px, parse_color(colour) if colour.strip() else Outline.color)
-
-
-def parse_blur(text: str) -> float | None:
-    """ "blur" or "blur:STRENGTH" to a strength; None when ``text`` is not a blur."""
-    name, _, strength = text.strip().partition(":")
-    if name.lower() != "blur":
-        return None
-    if not strength.strip():
-        return 1.0
-    try:
-        return float(strength)
-    except ValueError:
-        raise UsageError(f"Not a blur strength: {strength!r}. Write blur or blur:2.") from None
 
 
 # -- Layout ------------------------------------------------------------------------------
@@ -824,6 +729,7 @@ def compose_strips(
     placed = _placed_alpha(alpha, lay, options, subject)
     if options.mask_only:
         return Composed(width, height, 1, _rows(rows, height, lambda y, z: placed[y:z]))
+    rgb = recoloured(rgb, options)  # the switches that change the photo's colour
     fg = placed_rows(rgb, lay)
     if options.decontaminate:
         from .refine import estimate_foreground

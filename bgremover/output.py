@@ -30,6 +30,7 @@ from xml.sax.saxutils import escape, unescape
 
 from .atomic import Claim, write_atomically
 from .errors import ImageWriteError
+from .options import DEFAULT_QUALITY
 
 if TYPE_CHECKING:
     import numpy as np
@@ -469,8 +470,6 @@ def _encode_jpeg(
     options: ComposeOptions | None = None,
     metadata: Metadata | None = None,
 ) -> None:
-    from .compose import DEFAULT_QUALITY
-
     img = _pil(img)
     if img.mode in _TRANSPARENT_MODES or "transparency" in img.info:
         raise ImageWriteError(
@@ -628,8 +627,13 @@ FORMATS: dict[str, OutputFormat] = {
             complete=_webp_complete,
             record=_webp_record,
             # Lossy colour at a high quality, lossless alpha: edges stay exact, files small.
-            # (The quality here is compose.DEFAULT_QUALITY["webp"]'s; options.quality wins.)
-            pillow={"format": "WEBP", "quality": 90, "alpha_quality": 100, "method": 4},
+            # The quality is the options' (DEFAULT_QUALITY's when they name none).
+            pillow={
+                "format": "WEBP",
+                "quality": DEFAULT_QUALITY["webp"],
+                "alpha_quality": 100,
+                "method": 4,
+            },
         ),
         OutputFormat(
             "jpeg",
@@ -640,7 +644,7 @@ FORMATS: dict[str, OutputFormat] = {
             write_result=_write_whole_result,
             complete=_jpeg_complete,
             record=_jpeg_record,
-            # Quality: options.quality, or compose.DEFAULT_QUALITY["jpeg"].
+            # Quality: options.quality, or options.DEFAULT_QUALITY["jpeg"].
             pillow={"format": "JPEG"},
             other_extensions=(".jpeg",),
         ),

@@ -3,8 +3,9 @@
 A preset is a table of export options spelled as on the command line
 (``background = "white"``, ``canvas = "2000x2000"``, ``margin = "5%"``,
 ``format = "jpeg"``): :func:`options_from` turns such a table into
-:class:`~bgremover.compose.ComposeOptions` and an output format, so a preset, the
-command line's flags and the app's Export panel are read by the same code. User
+:class:`~bgremover.compose.ComposeOptions` and an output format with the parsers of
+the options' records (:mod:`bgremover.options`), so a preset, the command line's flags,
+the server's parameters and the app's Export panel are read by the same code. User
 presets are TOML (or JSON) files in the presets folder (:func:`presets_dir`), one
 per preset, named after it. Built-in presets are never changed: a user preset saved
 under a built-in's name is used instead of it until it is removed (:func:`remove_preset`),
@@ -18,45 +19,23 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .atomic import write_atomically
-from .compose import (
-    ComposeOptions,
-    Shadow,
-    parse_blur,
-    parse_canvas,
-    parse_color,
-    parse_length,
-    parse_outline,
-)
+from .compose import ComposeOptions
 from .errors import UsageError
+from .options import EXPORT_OPTIONS
+from .options import KEYS as KEYS
+from .options import parse_background as parse_background
+from .options import parse_shadow as parse_shadow
 from .output import FORMATS
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
-
-#: The options a preset may set, in the order they are listed.
-KEYS = (
-    "background",
-    "background_fit",
-    "crop",
-    "margin",
-    "canvas",
-    "position",
-    "max_size",
-    "shadow",
-    "outline",
-    "decontaminate",
-    "format",
-    "quality",
-    "lossless",
-    "strip_metadata",
-)
 
 #: The presets bgremover ships: what marketplaces, messengers and the web ask for.
 BUILTIN: dict[str, dict[str, Any]] = {
@@ -98,7 +77,8 @@ _NAME = re.compile(f"^{NAME_PATTERN}$")
 class Preset:
     name: str
     description: str
-    #: The options it sets, spelled as on the command line (see KEYS).
+    #: The options it sets, spelled as on the command line (see :data:`KEYS`, the keys
+    #: of :data:`bgremover.options.EXPORT_OPTIONS`).
     values: Mapping[str, Any]
     #: The file it was read from; None for a built-in preset.
     path: Path | None = None
@@ -287,7 +267,8 @@ def options_from(
     values: Mapping[str, Any], base: ComposeOptions | None = None
 ) -> tuple[ComposeOptions, str | None]:
     """Export options and an output format (None: not set) from option values spelled
-    as on the command line, over ``base``. Unknown keys and bad values are a
+    as on the command line, over ``base``; each value is read by its record's parser
+    (:data:`bgremover.options.EXPORT_OPTIONS`). Unknown keys and bad values are a
     :class:`UsageError` that says what is allowed."""
     unknown = [k for k in values if k not in KEYS]
     if unknown:
@@ -295,182 +276,51 @@ def options_from(
             f"Unknown export option {unknown[0]!r}.", fix=f"Use these: {', '.join(KEYS)}."
         )
     changes: dict[str, Any] = {}
-    if "background" in values:
-        changes.update(parse_background(values["background"]))
-    if "background_fit" in values:
-        changes["background_fit"] = str(values["background_fit"])
-    if "crop" in values:
-        changes["crop"] = _flag(values["crop"], "crop")
-    if "margin" in values:
-        changes["margin"] = parse_length(str(values["margin"]))
-    if "canvas" in values:
-        if values["canvas"] in (None, "", "keep", False):
-            changes["canvas"] = changes["aspect"] = None
-        else:
-            changes["canvas"], changes["aspect"] = parse_canvas(str(values["canvas"]))
-    if "position" in values:
-        changes["position"] = str(values["position"])
-    if "max_size" in values:
-        changes["max_size"] = _number(values["max_size"], "max_size", int) or None
-    if "shadow" in values:
-        changes["shadow"] = parse_shadow(values["shadow"])
-    if "outline" in values:
-        outline = values["outline"]
-        changes["outline"] = None if outline in (None, "", False) else parse_outline(str(outline))
-    for key in ("decontaminate", "lossless", "strip_metadata"):
-        if key in values:
-            changes[key] = _flag(values[key], key)
-    if "quality" in values:
-        changes["quality"] = _number(values["quality"], "quality", int)
-    fmt = None
-    if "format" in values:
-        fmt = str(values["format"]).lower()
-        if fmt == "jpg":
-            fmt = "jpeg"
-        if fmt not in FORMATS:
-            raise UsageError(f"Unknown format {fmt!r}.", fix=f"Use one of: {', '.join(FORMATS)}.")
+    for option in EXPORT_OPTIONS:
+        if option.key in values and option.parse is not None:
+            changes.update(option.parse(values[option.key]))
+    fmt = parse_format(values["format"]) if "format" in values else None
     return replace(base or ComposeOptions(), **changes), fmt
 
 
-def parse_background(value: Any) -> dict[str, Any]:
-    """A background: "transparent", a colour, an image file, "blur[:STRENGTH]", or a list
-    of a colour and an image (the colour shows in a fitted image's bars)."""
-    items = value if isinstance(value, list) else [value]
-    found: dict[str, Any] = {"background": None, "background_image": None, "blur": None}
-    parsed: Any
-    for item in items:
-        text = str(item).strip()
-        if text.lower() in ("", "none", "transparent"):
-            continue
-        strength = parse_blur(text)
-        if strength is not None:
-            key, parsed = "blur", strength
-        elif _looks_like_file(text):
-            if not Path(text).is_file():
-                raise UsageError(
-                    f"The background image {text} does not exist.",
-                    fix="Give the path of an image file, a colour, or blur.",
-                )
-            key, parsed = "background_image", str(Path(text).resolve())
-        else:
-            try:
-                key, parsed = "background", parse_color(text)
-            except UsageError:
-                raise UsageError(
-                    f"Not a colour, an image file or blur: {text!r}.",
-                    fix="Give a colour (white, #rrggbb, r,g,b), an image file, blur or "
-                    "blur:STRENGTH, or transparent.",
-                ) from None
-        if found[key] is not None:
-            raise UsageError(f"Two backgrounds of one kind: {items}.", fix="Give one of each.")
-        found[key] = parsed
-    return found
-
-
-def _looks_like_file(text: str) -> bool:
-    from .imaging import is_image_name
-
-    return Path(text).is_file() or is_image_name(Path(text)) or os.sep in text or "/" in text
-
-
-def parse_shadow(value: Any) -> Shadow | None:
-    """True (the soft default), False, or "opacity=0.6,blur=0.03,dx=0,dy=0.02,color=black"."""
-    if value in (None, False, "", "none", "false", "off"):
-        return None
-    if value is True or str(value).lower() in ("true", "on", "soft"):
-        return Shadow()
-    changes: dict[str, Any] = {}
-    names = {f.name for f in fields(Shadow)}
-    for part in str(value).split(","):
-        key, _, text = part.partition("=")
-        key = key.strip().lower()
-        if key not in names or not text.strip():
-            raise UsageError(
-                f"Not a shadow: {value!r}.",
-                fix="Write --shadow alone, or like opacity=0.6,blur=0.03,dx=0.01,dy=0.02.",
-            )
-        changes[key] = parse_color(text) if key == "color" else _number(text, key, float)
-    return replace(Shadow(), **changes)
+def parse_format(value: Any) -> str:
+    """An output format by its name or by the ending of its files, any case ("jpg" and
+    "JPEG" are "jpeg"); an unknown one is a :class:`UsageError` naming the formats."""
+    spelled = str(value).strip().lower()
+    for out in FORMATS.values():
+        if spelled == out.name or f".{spelled}" in out.extensions:
+            return out.name
+    raise UsageError(f"Unknown format {spelled!r}.", fix=f"Use one of: {', '.join(FORMATS)}.")
 
 
 def values_of(options: ComposeOptions, fmt: str | None = None) -> dict[str, Any]:
     """The option values (as :func:`options_from` reads them) that make ``options``:
     what the app saves as a preset."""
     values: dict[str, Any] = {}
-    backgrounds: list[str] = []
-    if options.background is not None:
-        backgrounds.append("#{:02x}{:02x}{:02x}{:02x}".format(*options.background))
-    if options.background_image is not None:
-        backgrounds.append(options.background_image)
-    if options.blur is not None:
-        backgrounds.append(f"blur:{options.blur:g}")
-    if backgrounds:
-        values["background"] = backgrounds[0] if len(backgrounds) == 1 else backgrounds
-    defaults = ComposeOptions()
-    if options.background_fit != defaults.background_fit:
-        values["background_fit"] = options.background_fit
-    if options.crop:
-        values["crop"] = True
-    if options.margin.value:
-        values["margin"] = str(options.margin)
-    if options.canvas is not None:
-        values["canvas"] = f"{options.canvas[0]}x{options.canvas[1]}"
-    if options.aspect is not None:
-        values["canvas"] = f"{options.aspect[0]}:{options.aspect[1]}"
-    if options.position != defaults.position:
-        values["position"] = options.position
-    if options.max_size is not None:
-        values["max_size"] = options.max_size
-    if options.shadow is not None:
-        s = options.shadow
-        values["shadow"] = (
-            True
-            if s == Shadow()
-            else (
-                f"dx={s.dx:g},dy={s.dy:g},blur={s.blur:g},opacity={s.opacity:g},"
-                "color=#{:02x}{:02x}{:02x}".format(*s.color[:3])
-            )
-        )
-    if options.outline is not None:
-        o = options.outline
-        values["outline"] = f"{o.width:g}:#{o.color[0]:02x}{o.color[1]:02x}{o.color[2]:02x}"
-    for key in ("decontaminate", "lossless", "strip_metadata"):
-        if getattr(options, key):
-            values[key] = True
-    if options.quality is not None:
-        values["quality"] = options.quality
+    for option in EXPORT_OPTIONS:
+        value = option.write(options) if option.write is not None else None
+        if value is not None:
+            values[option.key] = value
     if fmt is not None:
         values["format"] = fmt
     return values
 
 
-def _flag(value: Any, key: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise UsageError(f"{key} is on or off, not {value!r}.", fix="Write true or false.")
-
-
-def _number(value: Any, key: str, kind: type) -> Any:
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        return kind(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"{key} is a number, not {value!r}.") from None
-
-
-def check_export(options: ComposeOptions, fmt: str) -> None:
-    """Refuse, before any work, an output its format cannot hold (transparency in JPEG)."""
+def check_export(options: ComposeOptions, fmt: str, app: bool = False) -> None:
+    """Refuse, before any work, an output its format cannot hold (transparency in JPEG);
+    the fix is worded for the command line, or with ``app`` for the app's Export panel."""
     out = FORMATS[fmt]
     if options.channels == 4 and not out.alpha:
+        keeping = [f.label for f in FORMATS.values() if f.alpha]
+        formats = f"{', '.join(keeping[:-1])} or {keeping[-1]}"
+        fix = (
+            f"Choose a background (White, a colour, an image or Blur), or the {formats} format."
+            if app
+            else "Add a background (--background white, an image, or blur), or write "
+            f"{formats} (--format png)."
+        )
         raise UsageError(
             f"{out.label} cannot keep transparency, and this output would have it "
             "(no background, or a see-through one).",
-            fix="Add a background (--background white, an image, or blur), or write "
-            "PNG, WebP or TIFF (--format png).",
+            fix=fix,
         )

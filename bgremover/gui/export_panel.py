@@ -3,7 +3,9 @@ effects) and how it is encoded, with one signal saying which settings changed.
 
 Its fields are the :class:`~bgremover.gui.settings.Settings` export fields, spelled as
 presets and the command line spell them, so a preset chosen here, one saved from here
-and the command line's flags are read by the same code.
+and the command line's flags are read by the same code. Labels, tooltips and ranges are
+the option records' (:mod:`bgremover.options`); each on/off option whose record asks for
+a check box of this panel gets one, in the row its record names (:data:`SWITCH_ROWS`).
 """
 
 from __future__ import annotations
@@ -33,16 +35,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..compose import (
+from ..compose import Enlarged
+from ..errors import UsageError
+from ..imaging import IMAGE_EXTENSIONS, is_image_name
+from ..options import BLUR as BLUR_STRENGTH
+from ..options import (
     DEFAULT_QUALITY,
-    Enlarged,
+    EXPORT_OPTIONS,
+    OPTIONS,
+    OUTLINE_WIDTH,
+    QUALITY,
+    SIDE,
+    ExportOption,
     parse_blur,
     parse_canvas,
     parse_length,
     parse_outline,
 )
-from ..errors import UsageError
-from ..imaging import IMAGE_EXTENSIONS, is_image_name
 from ..output import FORMATS
 from ..presets import (
     Preset,
@@ -81,6 +90,8 @@ FIT_LABELS = {
 POSITION_LABELS = {"center": "Centre", "bottom": "Bottom (standing)"}
 #: The preset box's item when the options are no preset's.
 CUSTOM = ""
+#: The rows the panel lays a switch's check box in (an option record's ``row``).
+SWITCH_ROWS = ("framing", "effects", "quality", "file")
 
 
 def select_data(box: QComboBox, value: object) -> None:
@@ -144,10 +155,7 @@ class ExportPanel(QGroupBox):
         self.remove_preset_button.clicked.connect(lambda: self.remove_chosen_preset())
 
         self.background_box = QComboBox()
-        self.background_box.setToolTip(
-            "What the cutout is put on, in the view and in the file. You can also drop an "
-            "image file here to use it as the background."
-        )
+        self.background_box.setToolTip(OPTIONS["background"].tip)
         for colour, label in BACKGROUNDS.items():
             self.background_box.addItem(colour_swatch(colour), label, colour)
         self.background_box.addItem(choice_icon(CHOOSE_COLOUR), "Other colour…", CHOOSE_COLOUR)
@@ -155,7 +163,7 @@ class ExportPanel(QGroupBox):
         self.background_box.addItem(choice_icon(IMAGE), "Image…", CHOOSE_IMAGE)
         self.background_box.activated.connect(self._background_chosen)
         self.blur_spin = QDoubleSpinBox()
-        self.blur_spin.setRange(0.1, 20.0)
+        self.blur_spin.setRange(0.1, float(BLUR_STRENGTH.high or 20))
         self.blur_spin.setSingleStep(0.5)
         self.blur_spin.setDecimals(1)
         self.blur_spin.setToolTip("How strongly the photo's own background is blurred (1: a bit)")
@@ -163,23 +171,25 @@ class ExportPanel(QGroupBox):
         self.fit_box = QComboBox()
         for fit, label in FIT_LABELS.items():
             self.fit_box.addItem(label, fit)
-        self.fit_box.setToolTip(
-            "How the background image covers the output: cut to fill it, shown whole with "
-            "bars of the colour, or stretched"
-        )
+        self.fit_box.setToolTip(OPTIONS["background_fit"].tip)
         self.fit_box.currentIndexChanged.connect(
             lambda: self._emit(background_fit=self.fit_box.currentData())
         )
 
-        self.crop_box = QCheckBox("Crop to subject")
-        self.crop_box.setToolTip("Cut the picture down to the subject, plus the margin")
-        self.crop_box.toggled.connect(lambda v: self._emit(crop=v))
+        #: A check box per on/off option of this panel (its record's label and tip).
+        self.switch_boxes = {
+            o.key: self._switch_box(o)
+            for o in EXPORT_OPTIONS
+            if o.widget == "check" and o.pane == "export"
+        }
+        self.crop_box = self.switch_boxes["crop"]
+        self.shadow_box = self.switch_boxes["shadow"]
+        self.lossless_box = self.switch_boxes["lossless"]
+        self.strip_box = self.switch_boxes["strip_metadata"]
         self.margin_spin = QDoubleSpinBox()
         self.margin_spin.setRange(0, 5000)
         self.margin_spin.setDecimals(1)
-        self.margin_spin.setToolTip(
-            "Free space around the subject when cropping or on a canvas (needs one of them)"
-        )
+        self.margin_spin.setToolTip(OPTIONS["margin"].tip)
         self.margin_unit = QComboBox()
         self.margin_unit.addItem("px", "px")
         self.margin_unit.addItem("%", "%")
@@ -191,15 +201,12 @@ class ExportPanel(QGroupBox):
         for canvas, label in CANVASES.items():
             self.canvas_box.addItem(label, canvas)
         self.canvas_box.addItem("Size…", CANVAS_SIZE)
-        self.canvas_box.setToolTip(
-            "The picture's shape: the photo's own, a ratio (as small as holds the subject), "
-            "or an exact size in pixels"
-        )
+        self.canvas_box.setToolTip(OPTIONS["canvas"].tip)
         self.canvas_box.activated.connect(self._canvas_chosen)
         self.canvas_w = QSpinBox()
         self.canvas_h = QSpinBox()
         for spin, what in ((self.canvas_w, "width"), (self.canvas_h, "height")):
-            spin.setRange(16, 30000)
+            spin.setRange(16, int(SIDE.high or 30000))
             spin.setValue(2000)
             spin.setSuffix(" px")
             spin.setToolTip(f"The canvas's {what} in pixels")
@@ -207,33 +214,25 @@ class ExportPanel(QGroupBox):
         self.position_box = QComboBox()
         for position, label in POSITION_LABELS.items():
             self.position_box.addItem(label, position)
-        self.position_box.setToolTip(
-            "Where the subject sits on a canvas: in the middle, or standing on the bottom "
-            "margin (products)"
-        )
+        self.position_box.setToolTip(OPTIONS["position"].tip)
         self.position_box.currentIndexChanged.connect(
             lambda: self._emit(position=self.position_box.currentData())
         )
         self.max_size_spin = QSpinBox()
-        self.max_size_spin.setRange(0, 30000)
+        self.max_size_spin.setRange(0, int(SIDE.high or 30000))  # 0: as it comes
         self.max_size_spin.setSingleStep(100)
         self.max_size_spin.setSuffix(" px")
         self.max_size_spin.setSpecialValueText("as it comes")
-        self.max_size_spin.setToolTip(
-            "Make the picture's longest side at most this many pixels (never larger)"
-        )
+        self.max_size_spin.setToolTip(OPTIONS["max_size"].tip)
         self.max_size_spin.editingFinished.connect(
             lambda: self._emit(max_size=self.max_size_spin.value())
         )
 
-        self.shadow_box = QCheckBox("Shadow")
-        self.shadow_box.setToolTip("A soft drop shadow under the subject")
-        self.shadow_box.toggled.connect(lambda v: self._emit(shadow=v))
-        self.outline_box = QCheckBox("Outline")
-        self.outline_box.setToolTip("A line around the subject, as on a sticker")
+        self.outline_box = QCheckBox(OPTIONS["outline"].label)
+        self.outline_box.setToolTip(OPTIONS["outline"].tip)
         self.outline_box.toggled.connect(lambda: self._emit(outline=self._outline_text()))
         self.outline_width = QSpinBox()
-        self.outline_width.setRange(1, 500)
+        self.outline_width.setRange(1, int(OUTLINE_WIDTH.high or 500))
         self.outline_width.setValue(8)
         self.outline_width.setSuffix(" px")
         self.outline_width.setToolTip("How wide the outline is, in pixels of the picture")
@@ -246,33 +245,20 @@ class ExportPanel(QGroupBox):
         self.format_box = QComboBox()
         for fmt in FORMATS.values():
             self.format_box.addItem(fmt.label, fmt.name)
-        self.format_box.setToolTip(
-            "The file type Save writes: PNG and TIFF keep every pixel; JPEG is small but has "
-            "no transparency; WebP is small, with transparency"
-        )
+        self.format_box.setToolTip(OPTIONS["format"].tip)
         self.format_box.currentIndexChanged.connect(
             lambda: self._emit(output_format=self.format_box.currentData())
         )
         self.quality_spin = QSpinBox()
-        self.quality_spin.setRange(0, 100)
+        self.quality_spin.setRange(0, int(QUALITY.high or 100))  # 0: the format's own
         self.quality_spin.setSpecialValueText("default")
         # Wide enough for "92 (default)", the format's own quality.
         metrics = self.quality_spin.fontMetrics()
         self.quality_spin.setMinimumWidth(metrics.horizontalAdvance("100 (default)") + 36)
-        self.quality_spin.setToolTip(
-            "JPEG and WebP quality, 1 (smallest file) to 100 (best); the view shows the result"
-        )
+        self.quality_spin.setToolTip(OPTIONS["quality"].tip)
         self.quality_spin.editingFinished.connect(
             lambda: self._emit(quality=self.quality_spin.value())
         )
-        self.lossless_box = QCheckBox("Lossless")
-        self.lossless_box.setToolTip("WebP without any loss: exact colours, larger files")
-        self.lossless_box.toggled.connect(lambda v: self._emit(lossless=v))
-        self.strip_box = QCheckBox("Strip metadata")
-        self.strip_box.setToolTip(
-            "Leave out the photo's EXIF data (camera, place, time); its colour profile stays"
-        )
-        self.strip_box.toggled.connect(lambda v: self._emit(strip_metadata=v))
 
         self.problem_label = QLabel("")
         self.problem_label.setWordWrap(True)
@@ -289,28 +275,44 @@ class ExportPanel(QGroupBox):
         self.form = form
         form.addRow("Preset:", self.preset_box)
         form.addRow("", _row(self.save_preset_button, self.remove_preset_button))
-        form.addRow("Background:", self.background_box)
+        form.addRow(OPTIONS["background"].label, self.background_box)
         form.addRow("Blur strength:", self.blur_spin)
-        form.addRow("Image fit:", self.fit_box)
-        form.addRow("", self.crop_box)
-        form.addRow("Margin:", _row(self.margin_spin, self.margin_unit))
-        form.addRow("Canvas:", self.canvas_box)
+        form.addRow(OPTIONS["background_fit"].label, self.fit_box)
+        form.addRow("", _one_or_row(*self._switches_in("framing")))
+        form.addRow(OPTIONS["margin"].label, _row(self.margin_spin, self.margin_unit))
+        form.addRow(OPTIONS["canvas"].label, self.canvas_box)
         size_row = _row(self.canvas_w, QLabel("×"), self.canvas_h)
         self._size_row = size_row
         form.addRow("Size:", size_row)
-        form.addRow("Position:", self.position_box)
-        form.addRow("Longest side:", self.max_size_spin)
-        form.addRow("Effects:", _row(self.shadow_box, self.outline_box))
+        form.addRow(OPTIONS["position"].label, self.position_box)
+        form.addRow(OPTIONS["max_size"].label, self.max_size_spin)
+        effects = [b for b in self._switches_in("effects") if b is not self.shadow_box]
+        form.addRow("Effects:", _row(self.shadow_box, self.outline_box, *effects))
         self._outline_row = _row(self.outline_width, self.outline_button)
         form.addRow("Outline style:", self._outline_row)
-        form.addRow("Format:", self.format_box)
-        form.addRow("Quality:", _row(self.quality_spin, self.lossless_box))
-        form.addRow("", self.strip_box)
+        form.addRow(OPTIONS["format"].label, self.format_box)
+        form.addRow(
+            OPTIONS["quality"].label, _row(self.quality_spin, *self._switches_in("quality"))
+        )
+        form.addRow("", _one_or_row(*self._switches_in("file")))
         form.addRow(self.problem_label)
         form.addRow(self.enlarged_label)
 
         self.reload_presets()
         self.show_settings(settings)
+
+    def _switch_box(self, option: ExportOption) -> QCheckBox:
+        """The check box of an on/off option: its record's label and tip; a click sets
+        its setting."""
+        box = QCheckBox(option.label)
+        box.setToolTip(option.tip)
+        name = option.settings[0]
+        box.toggled.connect(lambda on: self._emit(**{name: on}))
+        return box
+
+    def _switches_in(self, row: str) -> list[QCheckBox]:
+        """The check boxes of the switches whose records put them in ``row``."""
+        return [box for key, box in self.switch_boxes.items() if OPTIONS[key].row == row]
 
     # -- what the user does ---------------------------------------------------------
     def _emit(self, **changes: Any) -> None:
@@ -525,7 +527,7 @@ class ExportPanel(QGroupBox):
             self.background_box,
             self.blur_spin,
             self.fit_box,
-            self.crop_box,
+            *self.switch_boxes.values(),
             self.margin_spin,
             self.margin_unit,
             self.canvas_box,
@@ -533,13 +535,10 @@ class ExportPanel(QGroupBox):
             self.canvas_h,
             self.position_box,
             self.max_size_spin,
-            self.shadow_box,
             self.outline_box,
             self.outline_width,
             self.format_box,
             self.quality_spin,
-            self.lossless_box,
-            self.strip_box,
         ]
         for widget in widgets:
             widget.blockSignals(True)
@@ -596,7 +595,8 @@ class ExportPanel(QGroupBox):
         self.form.setRowVisible(self.fit_box, bool(s.background_image))
         select_data(self.fit_box, s.background_fit)
 
-        self.crop_box.setChecked(s.crop)
+        for key, box in self.switch_boxes.items():
+            box.setChecked(bool(getattr(s, OPTIONS[key].settings[0])))
         try:
             margin = parse_length(s.margin or "0")
         except UsageError:
@@ -625,7 +625,6 @@ class ExportPanel(QGroupBox):
         self.position_box.setEnabled(bool(s.canvas))
         self.max_size_spin.setValue(s.max_size)
 
-        self.shadow_box.setChecked(s.shadow)
         self.outline_box.setChecked(bool(s.outline))
         if s.outline:
             try:
@@ -648,8 +647,6 @@ class ExportPanel(QGroupBox):
         self.quality_spin.setValue(0 if s.quality == default else s.quality)
         self.quality_spin.setSpecialValueText(f"{default} (default)" if default else "default")
         self.lossless_box.setEnabled(s.output_format == "webp")
-        self.lossless_box.setChecked(s.lossless)
-        self.strip_box.setChecked(s.strip_metadata)
 
         problem = s.export_problem()
         lines = []
@@ -667,6 +664,11 @@ def parse_blur_or_none(text: str) -> float | None:
         return parse_blur(text) if text else None
     except UsageError:
         return 1.0
+
+
+def _one_or_row(*widgets: QWidget) -> QWidget:
+    """One widget itself, or several side by side."""
+    return widgets[0] if len(widgets) == 1 else _row(*widgets)
 
 
 def _row(*widgets: QWidget) -> QWidget:

@@ -9,33 +9,37 @@ from typing import Any
 
 from PySide6.QtCore import QSettings
 
-from ..compose import (
-    FITS,
-    POSITIONS,
-    ComposeOptions,
-    background_image,
-    parse_blur,
-    parse_color,
-    parse_length,
-)
+from ..compose import ComposeOptions, background_image
 from ..errors import BgRemoverError, UsageError
 from ..families import FAMILIES
 from ..models import REGISTRY
+from ..options import (
+    EXPORT_OPTIONS,
+    OPTIONS,
+    SchemaSwitches,
+    parse_bool,
+    parse_length,
+    settings_fields,
+    values_from_settings,
+)
+from ..options import color_text as color_text
 from ..output import FORMATS
 from ..pipeline import EngineConfig
-from ..presets import KEYS, check_export, options_from
+from ..presets import check_export, options_from, parse_format
 
-#: The settings that say what an output looks like and how it is encoded: the Export
-#: panel's, spelled as presets and the command line spell them (see :meth:`Settings.values`).
-#: Named as the options are (KEYS), but for the format; decontaminate is the settings pane's.
-EXPORT_FIELDS = (
-    *("output_format" if key == "format" else key for key in KEYS if key != "decontaminate"),
-    "background_image",
-)
+#: The settings that say what an output looks like and how it is encoded, each the app's
+#: field of an export option (bgremover.options: the Export panel's, and decontaminate,
+#: the settings pane's), spelled as presets and the command line spell them (see
+#: :meth:`Settings.values`).
+EXPORT_FIELDS = settings_fields()
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(SchemaSwitches):
+    """What the app remembers. The export fields' defaults and meaning are their option
+    records' (bgremover.options); each switch of ``options.SWITCHES`` adds a bool field
+    of its name, inherited from ``SchemaSwitches``. Give the fields by keyword."""
+
     # The engine's fields, with the engine's defaults (see engine()).
     model: str = EngineConfig.model
     precision: str = EngineConfig.precision
@@ -44,19 +48,19 @@ class Settings:
     threads: int = EngineConfig.threads
     #: For a model file: the family the user said it belongs to ("" read from the file).
     family: str = ""
-    output_format: str = "png"
+    output_format: str = OPTIONS["format"].default
     #: "" for a transparent background, a colour such as "#ffffff", "blur" or
     #: "blur:STRENGTH" (the photo's own background, blurred).
     background: str = ""
     #: An image file under the subject ("" none); the colour shows in its bars (fit).
     background_image: str = ""
-    background_fit: str = "fill"
+    background_fit: str = OPTIONS["background_fit"].default
     crop: bool = False
     #: Space around the subject with crop or a canvas: "" none, "30px", "5%".
     margin: str = ""
     #: "" keeps the photo's frame; "2000x2000" a canvas size; "1:1" an aspect ratio.
     canvas: str = ""
-    position: str = "center"
+    position: str = OPTIONS["position"].default
     #: The output's longest side at most (0: as it comes).
     max_size: int = 0
     shadow: bool = False
@@ -86,35 +90,10 @@ class Settings:
 
     def values(self) -> dict[str, Any]:
         """The export settings as option values (:data:`bgremover.presets.KEYS`), read by
-        :func:`bgremover.presets.options_from` like a preset or the command line's flags.
-
-        A margin only counts with a crop or a canvas (the panel greys it out otherwise)."""
-        values: dict[str, Any] = {"format": self.output_format}
-        backgrounds = [b for b in (self.background, self.background_image) if b]
-        if backgrounds:
-            values["background"] = backgrounds[0] if len(backgrounds) == 1 else backgrounds
-        if self.background_image and self.background_fit != "fill":
-            values["background_fit"] = self.background_fit
-        if self.crop:
-            values["crop"] = True
-        if self.canvas:
-            values["canvas"] = self.canvas
-            if self.position != "center":
-                values["position"] = self.position
-        if self.margin and (self.crop or self.canvas) and _amount(self.margin):
-            values["margin"] = self.margin
-        if self.max_size > 0:
-            values["max_size"] = self.max_size
-        if self.shadow:
-            values["shadow"] = True
-        if self.outline:
-            values["outline"] = self.outline
-        if self.quality > 0:
-            values["quality"] = self.quality
-        for key in ("lossless", "strip_metadata", "decontaminate"):
-            if getattr(self, key):
-                values[key] = True
-        return values
+        :func:`bgremover.presets.options_from` like a preset or the command line's flags;
+        each option's record says how (a margin only counts with a crop or a canvas, as
+        the panel greys it out otherwise)."""
+        return values_from_settings(self)
 
     def export_problem(self) -> UsageError | None:
         """Why the export settings cannot be written as they are (None: they can): an
@@ -129,15 +108,9 @@ class Settings:
             return UsageError(unreadable, fix="Choose another image (JPEG, PNG, WebP, TIFF…).")
         try:
             if not self.mask_only:
-                check_export(options, fmt or self.output_format)
-        except UsageError:
-            label = FORMATS[self.output_format].label
-            return UsageError(
-                f"{label} cannot keep transparency, and this output would have it "
-                "(no background, or a see-through one).",
-                fix="Choose a background (White, a colour, an image or Blur), or the PNG, "
-                "WebP or TIFF format.",
-            )
+                check_export(options, fmt or self.output_format, app=True)
+        except UsageError as exc:
+            return exc
         return None
 
     def compose(self, mask_only: bool | None = None) -> ComposeOptions:
@@ -167,41 +140,19 @@ class Settings:
         return options_from({"decontaminate": self.decontaminate}, base)[0]
 
 
-def color_text(text: str) -> str:
-    """A colour as the settings keep it: "#rrggbb", or "#rrggbbaa" when see-through."""
-    r, g, b, a = parse_color(text)
-    return f"#{r:02x}{g:02x}{b:02x}" + (f"{a:02x}" if a < 255 else "")
-
-
 def export_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     """The export settings that option ``values`` (a preset's) make: the fields they name,
-    the others at their defaults (choosing a preset sets all of them)."""
+    the others at their defaults (choosing a preset sets all of them). Each value is read
+    by its option record, as :func:`bgremover.presets.options_from` reads it."""
     defaults = Settings()
     found: dict[str, Any] = {name: getattr(defaults, name) for name in EXPORT_FIELDS}
-    found["decontaminate"] = defaults.decontaminate
-    background = values.get("background", "")
-    for item in background if isinstance(background, list) else [background]:
-        text = str(item).strip()
-        if text.lower() in ("", "none", "transparent"):
+    for option in EXPORT_OPTIONS:
+        if option.key not in values:
             continue
-        if parse_blur(text) is not None:
-            found["background"] = text.lower()
-            continue
-        try:
-            found["background"] = color_text(text)
-        except UsageError:
-            found["background_image"] = text  # a file: options_from checks it is one
-    for key in ("background_fit", "margin", "canvas", "position", "outline"):
-        if values.get(key) not in (None, False):
-            found[key] = str(values[key])
-    for key in ("max_size", "quality"):
-        if values.get(key) is not None:
-            found[key] = int(values[key])
-    for key in ("crop", "shadow", "lossless", "strip_metadata", "decontaminate"):
-        if key in values:
-            found[key] = values[key] not in (False, None, "", "false", "off", "none")
-    if "format" in values:
-        found["output_format"] = "jpeg" if values["format"] == "jpg" else str(values["format"])
+        if option.key == "format":  # read against the format table
+            found["output_format"] = parse_format(values["format"])
+        elif option.to_settings is not None:
+            found.update(option.to_settings(values[option.key]))
     return found
 
 
@@ -221,12 +172,12 @@ def load_settings() -> Settings:
         raw = store.value(f"settings/{f.name}", default)
         try:
             if isinstance(default, bool):
-                value = raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
+                value = parse_bool(raw, f.name)
             elif isinstance(default, int):
                 value = int(raw)
             else:
                 value = str(raw)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, UsageError):
             value = default  # a hand-edited or corrupt value: fall back quietly
         values[f.name] = value
     if values["output_format"] not in FORMATS:
@@ -257,26 +208,17 @@ def background_problem(path: str) -> str:
 
 def _usable(settings: Settings, name: str) -> bool:
     """Whether export field ``name`` of ``settings`` (the defaults but for it) can be read."""
+    value = getattr(settings, name)
     try:
         if name == "margin":
-            parse_length(settings.margin or "0")
-        elif name == "position":
-            return settings.position in POSITIONS
-        elif name == "background_fit":
-            return settings.background_fit in FITS
+            parse_length(value or "0")
+        elif name in OPTIONS and OPTIONS[name].choices:
+            return value in OPTIONS[name].choices
         else:
             options_from(settings.values())
     except UsageError:
         return False
     return True
-
-
-def _amount(margin: str) -> float:
-    """The number in a margin ("5%" -> 5), 0 when it has none."""
-    try:
-        return float(margin.strip().lower().removesuffix("%").removesuffix("px") or 0)
-    except ValueError:
-        return 1.0  # not a number: options_from says what is wrong with it
 
 
 def save_settings(settings: Settings) -> None:

@@ -1,0 +1,207 @@
+"""The export-option schema: one record per option, read the same way by every front end.
+
+The regression at its heart: a preset file that says ``crop = "no"`` (or ``"0"``, or
+``lossless = "no"``) was off on the command line but on in the app. Now the command
+line (``presets.options_from`` and a real ``bgremover remove --preset``), the app
+(``export_fields`` -> ``Settings`` -> ``ComposeOptions``) and the server (its parameter
+parsing) read the one parser, and give the same options.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bgremover.compose import ComposeOptions
+from bgremover.errors import UsageError
+from bgremover.options import (
+    EXPORT_OPTIONS,
+    FALSE_WORDS,
+    KEYS,
+    SWITCH,
+    TRUE_WORDS,
+    cli_values,
+    parse_bool,
+    parse_shadow,
+)
+from bgremover.output import FORMATS
+from bgremover.presets import check_export, options_from, parse_format, read_preset
+
+from conftest import SAMPLE, cli
+
+#: Preset files that turn everything off in words the one parser reads; each must read
+#: as the defaults (but for the format) everywhere.
+OFF_PRESETS = {
+    "crop-no": 'crop = "no"\n',
+    "crop-zero": 'crop = "0"\n',
+    "lossless-no": 'format = "webp"\nlossless = "no"\n',
+    "all-off": 'crop = "off"\nlossless = "false"\nshadow = "no"\nstrip_metadata = 0\n',
+}
+
+
+@pytest.mark.parametrize("word", [*TRUE_WORDS, *(w.upper() for w in TRUE_WORDS), True, 1])
+def test_one_parser_reads_every_word_for_on(word) -> None:
+    assert parse_bool(word, "crop") is True
+
+
+@pytest.mark.parametrize("word", [*FALSE_WORDS, "No", "OFF", False, 0])
+def test_one_parser_reads_every_word_for_off(word) -> None:
+    assert parse_bool(word, "crop") is False
+
+
+def test_a_word_that_is_neither_is_refused_in_words() -> None:
+    with pytest.raises(UsageError, match="crop is on or off, not 'maybe'"):
+        parse_bool("maybe", "crop")
+    assert parse_shadow("no") is None and parse_shadow("0") is None
+    assert parse_shadow("yes") is not None and parse_shadow("soft") is not None
+
+
+def _preset(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def _app_options(values: dict) -> tuple[ComposeOptions, str]:
+    """What the app makes of a preset's values: choosing it, then composing."""
+    pytest.importorskip("PySide6")
+    from bgremover.gui.settings import Settings, export_fields
+
+    settings = Settings(**export_fields(values))
+    return settings.compose(), settings.output_format
+
+
+@pytest.mark.parametrize("name", list(OFF_PRESETS))
+def test_an_off_word_in_a_preset_is_off_on_the_command_line_and_in_the_app(
+    tmp_path: Path, name: str
+) -> None:
+    values = dict(read_preset(_preset(tmp_path, name, OFF_PRESETS[name])).values)
+    fmt = "webp" if "webp" in OFF_PRESETS[name] else None
+    on_cli, cli_fmt = options_from(values)
+    in_app, app_fmt = _app_options(values)
+    assert on_cli == in_app == ComposeOptions()
+    assert not in_app.crop and not in_app.lossless and in_app.shadow is None
+    assert cli_fmt == fmt and app_fmt == (fmt or "png")
+
+
+def _record_of(path: Path):
+    record = FORMATS["webp"].record(path)
+    assert record is not None and record.settings is not None
+    return record.settings
+
+
+def test_a_real_run_with_an_off_preset_makes_what_no_preset_makes(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    folder = tmp_path / "presets"
+    _preset(folder, "off", 'crop = "no"\nlossless = "no"\nformat = "webp"\n')
+    _preset(folder, "on", 'crop = "yes"\nlossless = "yes"\nformat = "webp"\n')
+    env = {"BGREMOVER_PRESETS": str(folder)}
+    made = {}
+    for name, args in (("plain", []), ("off", ["--preset", "off"]), ("on", ["--preset", "on"])):
+        out = tmp_path / f"{name}.webp"
+        cli("remove", str(SAMPLE), "-o", str(out), "--model", str(tiny_model), "-q", *args,
+            env=env, check=True)  # fmt: skip
+        made[name] = out
+    plain, off, on = (_record_of(made[n]) for n in ("plain", "off", "on"))
+    assert off.digest == plain.digest and off.summary == plain.summary
+    with Image.open(made["off"]) as a, Image.open(made["plain"]) as b:
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert on.digest != plain.digest and "crop" in on.summary and "lossless" in on.summary
+
+
+# -- The records and what is made from them -------------------------------------------
+
+
+def test_each_record_names_fields_that_exist_with_its_default() -> None:
+    compose_fields = {f.name: f for f in fields(ComposeOptions)}
+    defaults = ComposeOptions()
+    for option in EXPORT_OPTIONS:
+        if option.parse is None:
+            assert option.key == "format"  # read against output.FORMATS
+            continue
+        for name in option.parse(_a_value(option)):
+            assert name in compose_fields, (option.key, name)
+        if option.kind == SWITCH or option.choices:
+            assert getattr(defaults, option.key) == option.default, option.key
+        # What a record writes from the defaults is "not set".
+        assert option.write is not None and option.write(defaults) in (None, False), option.key
+
+
+def _a_value(option) -> object:
+    return {"background": "white", "canvas": "1:1", "margin": "5%", "shadow": True,
+            "outline": "8:white", "max_size": 100, "quality": 80}.get(
+        option.key, option.choices[0] if option.choices else True
+    )  # fmt: skip
+
+
+def test_the_app_settings_have_each_records_fields_and_defaults() -> None:
+    pytest.importorskip("PySide6")
+    from bgremover.gui.settings import EXPORT_FIELDS, Settings
+
+    defaults = Settings()
+    for option in EXPORT_OPTIONS:
+        for name in option.settings:
+            assert name in EXPORT_FIELDS and hasattr(defaults, name), name
+        if option.kind == SWITCH or option.choices or option.key == "format":
+            assert getattr(defaults, option.settings[0]) == option.default, option.key
+    assert defaults.values() == {"format": "png"}
+
+
+def test_every_flag_of_a_record_is_a_flag_of_remove() -> None:
+    from bgremover.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    remove = sub.choices["remove"]
+    strings = {s: a.dest for a in remove._actions for s in a.option_strings}
+    for option in EXPORT_OPTIONS:
+        for flag in option.flags:
+            assert strings.get(flag) == option.dest, flag
+
+
+def test_the_command_lines_flags_read_as_a_presets_values() -> None:
+    from bgremover.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["remove", "x.jpg", "-o", "out", "--crop", "5%", "--shadow", "--lossless",
+         "-b", "white", "--max-size", "300", "--decontaminate", "-f", "webp"]
+    )  # fmt: skip
+    assert cli_values(args) == {
+        "crop": True,
+        "margin": "5%",
+        "shadow": True,
+        "lossless": True,
+        "background": ["white"],
+        "max_size": 300,
+        "decontaminate": True,
+    }
+
+
+def test_keys_are_the_records_and_unknown_keys_are_refused() -> None:
+    assert tuple(o.key for o in EXPORT_OPTIONS) == KEYS
+    with pytest.raises(UsageError, match="Unknown export option 'colour'"):
+        options_from({"colour": "red"})
+
+
+@pytest.mark.parametrize(("spelled", "name"), [("jpg", "jpeg"), ("JPEG", "jpeg"), ("tif", "tiff")])
+def test_a_format_is_named_by_its_name_or_its_files_ending(spelled: str, name: str) -> None:
+    assert parse_format(spelled) == name
+    assert options_from({"format": spelled, "background": "white"})[1] == name
+
+
+def test_the_transparency_refusal_is_one_message_worded_for_each_front_end() -> None:
+    with pytest.raises(UsageError) as on_cli:
+        check_export(ComposeOptions(), "jpeg")
+    with pytest.raises(UsageError) as in_app:
+        check_export(ComposeOptions(), "jpeg", app=True)
+    assert on_cli.value.message == in_app.value.message
+    assert "JPEG cannot keep transparency" in on_cli.value.message
+    assert "--background white" in on_cli.value.fix and "--format png" in on_cli.value.fix
+    assert "Choose a background" in in_app.value.fix and "--" not in in_app.value.fix
