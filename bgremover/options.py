@@ -18,6 +18,10 @@ colour, pixel by pixel, before it is composed) needs nothing else: its field of
 flag, preset key and check box from the record. Options the layout, layer or encoder
 code reads by name (crop, lossless...) are declared by ``ComposeOptions`` itself.
 
+It is one of the longer modules (about 800 lines) on purpose: the values' types and
+parsers, the record and the table of records are the options' one definition, and
+split over several modules they would again be spelled out in several places.
+
 This module imports nothing heavy (no numpy, OpenCV or Pillow until a value is parsed
 or a switch applied): the command line builds its parser from it and ``bgremover
 --version`` answers at once. It sits below compose and output, so it cannot name the
