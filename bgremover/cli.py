@@ -440,7 +440,9 @@ def _export_arguments(rm: argparse.ArgumentParser) -> None:
 
 
 def _serve_arguments(command) -> None:
-    """``bgremover serve``: the HTTP API (bgremover/serve.py; the ``serve`` extra)."""
+    """``bgremover serve``: the HTTP API (bgremover/serve/; the ``serve`` extra)."""
+    from .serve import API_KEY_ENV, DEFAULT_MAX_BODY_MB, DEFAULT_TIMEOUT
+
     serve = command(
         "serve",
         help="an HTTP API (remove.bg-compatible) on this machine",
@@ -452,7 +454,7 @@ def _serve_arguments(command) -> None:
     serve.add_argument(
         "--api-key",
         default=None,
-        help="key clients must send (X-Api-Key); default $BGREMOVER_API_KEY; required "
+        help=f"key clients must send (X-Api-Key); default ${API_KEY_ENV}; required "
         "when listening on anything but loopback",
     )
     serve.add_argument("-m", "--model", default=DEFAULT_MODEL, help="model name or .onnx path")
@@ -485,9 +487,9 @@ def _serve_arguments(command) -> None:
     serve.add_argument(
         "--max-body-mb",
         type=float,
-        default=25.0,
+        default=DEFAULT_MAX_BODY_MB,
         help="largest request body in megabytes; a larger one is refused before it is read "
-        "(default 25)",
+        f"(default {DEFAULT_MAX_BODY_MB:g})",
     )
     serve.add_argument(
         "--max-megapixels",
@@ -499,8 +501,8 @@ def _serve_arguments(command) -> None:
     serve.add_argument(
         "--timeout",
         type=float,
-        default=120.0,
-        help="seconds a request may take, upload and processing (default 120)",
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds a request may take, upload and processing (default {DEFAULT_TIMEOUT:g})",
     )
 
 

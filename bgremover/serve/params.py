@@ -1,0 +1,256 @@
+"""remove.bg's parameters read as bgremover's export options: which names are read, the
+defaults clients send that change nothing, the names refused, and each value's parsing
+into the options :func:`~bgremover.presets.options_from` takes (all of it here, so that
+a change to the export options is made in this one module)."""
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import UsageError
+from .api_error import ApiError
+
+#: Output size limits of remove.bg's ``size`` values, in pixels (None: the photo's own).
+SIZES: dict[str, int | None] = {
+    "preview": 250_000,
+    "small": 250_000,
+    "regular": 250_000,
+    "medium": 1_500_000,
+    "hd": 4_000_000,
+    "4k": 10_000_000,
+    "full": None,
+    "50mp": None,
+    "auto": None,
+}
+#: remove.bg's parameters that bgremover reads (the image fields aside).
+PARAMETERS = (
+    "format",
+    "channels",
+    "bg_color",
+    "crop",
+    "crop_margin",
+    "size",
+    "roi",
+    "add_shadow",
+    "shadow_type",
+    "shadow_opacity",
+    "type",
+    "type_level",
+    "scale",
+    "position",
+    "semitransparency",
+    "shadow_method",
+)
+#: remove.bg's parameters whose values listed here change nothing in bgremover's output
+#: (remove.bg's defaults, which real clients always send), each with what any other value
+#: asks for that bgremover cannot do.
+NO_OP_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
+    # bgremover finds the foreground itself and reports every subject as "other".
+    "type": (("auto",), "bgremover has no foreground types: it finds the subject itself"),
+    # The level of the type classification only names what X-Type reports.
+    "type_level": (("none", "1", "2", "latest"), "type_level is none, 1, 2 or latest"),
+    "scale": (("original", "100%"), "the subject is never rescaled inside its image"),
+    "position": (("original",), "the subject is never moved inside its image"),
+    # remove.bg makes only car windows see-through; bgremover's edges keep their partial
+    # alpha (hair, fur) either way, as remove.bg's do for every other subject.
+    "semitransparency": (("true", "false", "1", "0"), "semitransparency is true or false"),
+    "shadow_method": (("legacy",), "bgremover draws its own soft drop shadow (legacy)"),
+}
+#: remove.bg parameters bgremover does not implement at all: refused by name, with a reason.
+UNSUPPORTED = {
+    "image_url": "this server does not fetch URLs (URL fetching is off); send the image "
+    "itself as image_file, image_file_b64 or the raw body of /api/remove",
+    "bg_image_url": "background images from URLs are not supported (no outbound requests)",
+    "bg_image_file": "background image files are not supported by the server",
+}
+
+
+CONTENT_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
+_HEX = re.compile(r"^(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$")
+
+
+def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[dict, str, bool]:
+    """remove.bg's parameters as bgremover's option values (presets' spelling), the
+    format ("auto" or a name) and whether the output is the mask."""
+    for name in params:
+        if name in UNSUPPORTED:
+            raise ApiError(
+                400,
+                f"The parameter {name!r} is not supported: {UNSUPPORTED[name]}.",
+                "unsupported_parameter",
+                f"Use only: {', '.join(PARAMETERS)}.",
+            )
+        if name not in PARAMETERS:
+            raise ApiError(
+                400,
+                f"Unknown parameter {name!r}.",
+                "unknown_parameter",
+                f"This server reads: {', '.join(PARAMETERS)} (and image_file or image_file_b64).",
+            )
+    for name, (accepted, reason) in NO_OP_VALUES.items():
+        value = params.get(name, accepted[0]).strip().lower()
+        if value and value not in accepted:
+            raise ApiError(
+                400,
+                f"{name}={params[name]!r} is not supported: {reason}.",
+                "unsupported_parameter",
+                f"Leave {name} out, or send {name}={accepted[0]} (remove.bg's default).",
+            )
+    values: dict[str, Any] = {}
+    channels = params.get("channels", "rgba").strip().lower()
+    if channels not in ("rgba", "alpha"):
+        raise ApiError(400, f"channels is rgba or alpha, not {channels!r}.", "invalid_channels")
+    if "bg_color" in params and params["bg_color"].strip():
+        color = params["bg_color"].strip().removeprefix("#")
+        values["background"] = f"#{color}" if _HEX.match(color) else color
+    if "crop" in params:
+        values["crop"] = params["crop"]
+    if "crop_margin" in params and params["crop_margin"].strip():
+        margin = crop_margin(params["crop_margin"])
+        # remove.bg applies the margin only to a crop, and ignores it otherwise.
+        if params.get("crop", "false").strip().lower() in ("true", "1", "yes", "on"):
+            values["margin"] = margin
+    values.update(_shadow_values(params))
+    size = params.get("size", "auto").strip().lower()
+    if size not in SIZES:
+        raise ApiError(
+            400,
+            f"Unknown size {params['size']!r}.",
+            "invalid_size",
+            f"Use one of: {', '.join(SIZES)}.",
+        )
+    limit = SIZES[size]
+    if limit is not None and width * height > limit:
+        long_side, short_side = max(width, height), min(width, height)
+        side = max(1, math.floor(long_side * math.sqrt(limit / (width * height))))
+        while side > 1 and side * math.ceil(short_side * side / long_side) > limit:
+            side -= 1  # the short side is rounded: stay within the pixel count
+        values["max_size"] = side
+    fmt = params.get("format", "auto").strip().lower()
+    if fmt not in ("auto", "png", "jpg", "jpeg", "webp"):
+        raise ApiError(
+            400,
+            f"Unknown format {params['format']!r}.",
+            "invalid_format",
+            "Use auto, png, jpg or webp (zip is not supported).",
+        )
+    if fmt != "auto":
+        values["format"] = fmt
+    return values, fmt, channels == "alpha"
+
+
+def crop_margin(text: str) -> str:
+    """remove.bg's ``crop_margin`` (one value, or CSS's two or four: top/bottom and
+    left/right, or top, right, bottom, left) as bgremover's one margin.
+
+    bgremover's crop has one margin for every side, so several values are taken when
+    they are equal and refused otherwise; each is ``30px``, ``30`` or ``10%``.
+    """
+    parts = text.replace(",", " ").split()
+    if len(parts) not in (1, 2, 4):
+        raise ApiError(
+            400,
+            f"crop_margin has 1, 2 or 4 values, not {len(parts)}: {text!r}.",
+            "invalid_parameter",
+            "Send one margin for every side, e.g. crop_margin=30px or crop_margin=10%.",
+        )
+    from ..compose import parse_length
+
+    try:
+        spelled = {parse_length(part) for part in parts}
+    except UsageError as exc:
+        raise ApiError(400, exc.message, "invalid_parameter", exc.fix) from None
+    if len(spelled) > 1:
+        raise ApiError(
+            400,
+            f"crop_margin={text!r} asks for different margins per side, which bgremover's "
+            "crop does not make.",
+            "unsupported_parameter",
+            "Send one margin for every side, e.g. crop_margin=30px.",
+        )
+    return parts[0]
+
+
+def roi_box(text: str, width: int, height: int) -> tuple[int, int, int, int] | None:
+    """remove.bg's ``roi`` (``x1 y1 x2 y2``, each in pixels or percent of the photo) as a
+    pixel box (x0, y0, x1, y1, exclusive ends); None when it is the whole photo."""
+    parts = text.replace(",", " ").split()
+    box: list[int] = []
+    for i, part in enumerate(parts if len(parts) == 4 else ()):
+        size = width if i % 2 == 0 else height
+        number = part.lower().removesuffix("px").removesuffix("%")
+        try:
+            value = float(number)
+        except ValueError:
+            break
+        if not math.isfinite(value) or value < 0:
+            break
+        pixels = value / 100 * size if part.endswith("%") else value
+        box.append(min(size, round(pixels)))
+    if len(box) != 4 or box[0] >= box[2] or box[1] >= box[3]:
+        raise ApiError(
+            400,
+            f"roi={text!r} is not a region: it is x1 y1 x2 y2 with x1 < x2 and y1 < y2.",
+            "invalid_parameter",
+            "Send e.g. roi=0% 0% 100% 100% (the whole photo) or roi=10px 20px 300px 400px.",
+        )
+    if box == [0, 0, width, height]:
+        return None
+    return box[0], box[1], box[2], box[3]
+
+
+def _shadow_values(params: Mapping[str, str]) -> dict[str, Any]:
+    """remove.bg's ``add_shadow`` (with ``shadow_type`` drop and ``shadow_opacity``
+    0-100) as bgremover's soft drop shadow."""
+    kind = params.get("shadow_type", "drop").strip().lower()
+    if kind not in ("drop", "auto"):
+        raise ApiError(
+            400,
+            f"The shadow type {params['shadow_type']!r} is not supported.",
+            "unsupported_parameter",
+            "bgremover draws a soft drop shadow: leave shadow_type out, or use drop.",
+        )
+    add = params.get("add_shadow", "false").strip().lower()
+    if add not in ("true", "false", "1", "0", "yes", "no"):
+        raise ApiError(400, f"add_shadow is true or false, not {add!r}.", "invalid_parameter")
+    if add not in ("true", "1", "yes"):
+        return {}
+    opacity = params.get("shadow_opacity", "").strip()
+    if not opacity:
+        return {"shadow": True}
+    try:
+        share = int(opacity) / 100
+        if not 0 <= share <= 1:
+            raise ValueError
+    except ValueError:
+        raise ApiError(
+            400, f"shadow_opacity is 0 to 100, not {opacity!r}.", "invalid_parameter"
+        ) from None
+    return {"shadow": f"opacity={share:g}"}
+
+
+def options_for(params: Mapping[str, str], width: int, height: int, default_format: str):
+    """ComposeOptions and the output format for remove.bg's ``params`` on a photo of
+    ``width`` x ``height``; bad values are 400 with options_from's own words."""
+    from ..compose import ComposeOptions
+    from ..presets import check_export, options_from
+
+    values, fmt, mask = export_values(params, width, height)
+    try:
+        options, chosen = options_from(values, ComposeOptions(mask_only=mask))
+        if fmt == "auto":
+            chosen = default_format if default_format != "auto" else None
+            if chosen is None:
+                chosen = "png" if options.channels != 3 else "jpeg"
+        assert chosen is not None
+        if chosen == "jpeg" and options.channels == 4 and "background" not in values:
+            # remove.bg's JPEGs have a white background when none is asked for.
+            values["background"] = "white"
+            options, _ = options_from(values, ComposeOptions(mask_only=mask))
+        check_export(options, chosen)
+    except UsageError as exc:
+        raise ApiError(400, exc.message, "invalid_parameter", exc.fix) from None
+    if chosen not in CONTENT_TYPES:
+        raise ApiError(400, f"The format {chosen} is not served.", "invalid_format")
+    return options, chosen
