@@ -572,6 +572,13 @@ def _write_outline(o: Any) -> str | None:
     return f"{o.outline.width:g}:#{r:02x}{g:02x}{b:02x}"
 
 
+def _greyscale(rgb: np.ndarray) -> np.ndarray:
+    """The photo's colour as shades of grey (Rec. 601 luma, as Pillow's "L" weighs it)."""
+    import cv2
+
+    return cv2.cvtColor(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB)
+
+
 def _crop_values(value: Any) -> dict[str, Any]:
     """``--crop`` alone is a crop; ``--crop 5%`` is a crop with that margin."""
     return {"crop": True} if value is True else {"crop": True, "margin": value}
@@ -693,6 +700,16 @@ EXPORT_OPTIONS: tuple[ExportOption, ...] = (
         write=_write_outline,
         to_settings=lambda value: {"outline": "" if is_off(value) else str(value)},
         metavar="WIDTH[:COLOR]",
+    ),
+    switch(
+        "greyscale",
+        "the subject in black and white (and the photo's blurred background); a "
+        "background colour or image keeps its colour",
+        "Black and white",
+        "The subject in shades of grey, as for a team page or a headshot; a background "
+        "colour or image keeps its colour",
+        row="effects",
+        apply=_greyscale,
     ),
     switch(
         "decontaminate",

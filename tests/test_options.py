@@ -23,6 +23,7 @@ from bgremover.options import (
     EXPORT_OPTIONS,
     FALSE_WORDS,
     KEYS,
+    OPTIONS,
     SWITCH,
     TRUE_WORDS,
     cli_values,
@@ -205,3 +206,86 @@ def test_the_transparency_refusal_is_one_message_worded_for_each_front_end() -> 
     assert "JPEG cannot keep transparency" in on_cli.value.message
     assert "--background white" in on_cli.value.fix and "--format png" in on_cli.value.fix
     assert "Choose a background" in in_app.value.fix and "--" not in in_app.value.fix
+
+
+# -- A switch that is one record: black and white ---------------------------------------
+
+
+def _coloured_scene() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    rgb = rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)
+    alpha = np.zeros((60, 80), np.uint8)
+    alpha[10:50, 20:60] = 255
+    alpha[10:50, 20] = 128  # a see-through edge
+    return rgb, alpha
+
+
+def test_greyscale_makes_the_subject_grey_and_keeps_the_background_colour() -> None:
+    from bgremover.compose import compose_array
+
+    rgb, alpha = _coloured_scene()
+    grey = np.asarray(Image.fromarray(rgb).convert("L"), np.int16)  # Pillow's luma
+    cut = compose_array(rgb, alpha, ComposeOptions(greyscale=True))
+    assert cut.shape == (60, 80, 4)
+    np.testing.assert_array_equal(cut[..., 3], alpha)  # the alpha is untouched
+    inside = alpha == 255
+    assert (cut[..., 0] == cut[..., 1]).all() and (cut[..., 1] == cut[..., 2]).all()
+    assert np.abs(cut[..., 0][inside].astype(np.int16) - grey[inside]).max() <= 1
+    red = compose_array(rgb, alpha, ComposeOptions(greyscale=True, background=(255, 0, 0, 255)))
+    assert tuple(red[0, 0]) == (255, 0, 0)  # the background keeps its colour
+    blurred = compose_array(rgb, alpha, ComposeOptions(greyscale=True, blur=1.0))
+    assert (blurred[..., 0] == blurred[..., 2]).all()  # the photo's own background too
+    off = compose_array(rgb, alpha, ComposeOptions())
+    assert not (off[..., 0][inside] == off[..., 1][inside]).all()  # off: colour as it was
+    mask = compose_array(rgb, alpha, ComposeOptions(greyscale=True, mask_only=True))
+    np.testing.assert_array_equal(mask, alpha)
+    np.testing.assert_array_equal(rgb, _coloured_scene()[0])  # the caller's photo unchanged
+
+
+def test_greyscale_is_read_and_written_like_every_switch() -> None:
+    from bgremover.presets import values_of
+
+    assert options_from({"greyscale": "yes"})[0].greyscale
+    assert not options_from({"greyscale": "no"})[0].greyscale
+    options = ComposeOptions(greyscale=True, crop=True)
+    assert values_of(options) == {"greyscale": True, "crop": True}
+    assert options_from(values_of(options))[0] == options
+    assert "greyscale" in KEYS and OPTIONS["greyscale"].http is None
+
+
+def test_greyscale_on_the_command_line(tmp_path: Path, tiny_model: Path) -> None:
+    out = tmp_path / "grey.png"
+    cli("remove", str(SAMPLE), "-o", str(out), "--model", str(tiny_model), "-q", "--greyscale",
+        check=True)  # fmt: skip
+    with Image.open(out) as img:
+        rgba = np.asarray(img)
+    shown = rgba[..., 3] > 0
+    assert shown.any()
+    assert (rgba[..., 0][shown] == rgba[..., 1][shown]).all()
+    assert (rgba[..., 1][shown] == rgba[..., 2][shown]).all()
+    record = FORMATS["png"].record(out)
+    assert record is not None and record.settings is not None
+    assert "greyscale" in record.settings.summary
+
+
+def test_greyscale_is_a_check_box_of_the_export_panel(
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("PySide6")
+    from bgremover.gui.export_panel import ExportPanel
+    from bgremover.gui.settings import Settings, export_fields
+
+    monkeypatch.setenv("BGREMOVER_PRESETS", str(tmp_path / "presets"))
+    panel = ExportPanel(Settings())
+    qtbot.addWidget(panel)
+    box = panel.switch_boxes["greyscale"]
+    assert box.text() == "Black and white" and not box.isChecked()
+    assert box.parentWidget() is panel.shadow_box.parentWidget()  # the Effects row
+    with qtbot.waitSignal(panel.changed) as signal:
+        box.setChecked(True)
+    assert signal.args[0] == {"greyscale": True, "preset": ""}
+    chosen = Settings(**export_fields({"greyscale": True, "background": "white"}))
+    assert chosen.greyscale and chosen.compose().greyscale
+    panel.show_settings(chosen)
+    assert box.isChecked()
+    assert not Settings(**export_fields({"greyscale": "no"})).compose().greyscale
