@@ -181,8 +181,13 @@ class ComparisonState:
     def outdated(self) -> int | None:
         """The model changed: the comparison made, and the job making one, are forgotten
         (how the last one ended stays); the job to cancel."""
-        job, self.job = self.job, None
+        job = self.take_job()
         self.compared = None
+        return job
+
+    def take_job(self) -> int | None:
+        """Forget the job making the comparison (being cancelled); its id."""
+        job, self.job = self.job, None
         return job
 
     def retry(self) -> None:

@@ -420,7 +420,7 @@ class QueueJobs(QObject):
     def stop(self, entry: QueueEntry) -> None:
         """Cancel the work for ``entry`` (queued jobs are withdrawn, a running one stops),
         and the model preparations that only it waited for."""
-        for job_id in (entry.cutout.take_job(), entry.comparison.outdated()):
+        for job_id in (entry.cutout.take_job(), entry.comparison.take_job()):
             if job_id is not None:
                 self.engine.cancel(job_id)
         self._cancel_restage(entry)

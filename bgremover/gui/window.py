@@ -55,6 +55,8 @@ from .worker import Worker
 
 
 class MainWindow(QMainWindow):
+    """The app's window; it is the :class:`~.host.Host` its controllers work through."""
+
     #: Emitted when every queued image (and a requested comparison) has finished.
     settled = Signal()
 
