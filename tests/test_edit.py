@@ -9,19 +9,11 @@ import cv2
 import numpy as np
 import pytest
 
-from bgremover.edit import (
-    Editor,
-    Edits,
-    Operation,
-    apply_box,
-    apply_edits,
-    apply_stroke,
-    mask_from_image,
-    stroke_coverage,
-)
+from bgremover.edit import Editor, Edits, Operation, apply_edits
 from bgremover.errors import EditsError
 from bgremover.imaging import read_image
 from bgremover.metrics import iou
+from bgremover.tools import apply_box, apply_stroke, mask_from_image, stroke_coverage
 
 from conftest import DATA
 
@@ -59,7 +51,7 @@ def test_erase_stroke_removes_exactly_its_footprint() -> None:
     alpha = np.full((H, W), 255, np.uint8)
     p0, p1 = (60.0, 50.0), (250.0, 180.0)
     op = Operation.stroke("erase", [p0, p1], radius=12)
-    new, box = apply_stroke(rgb, alpha, op)
+    new, box = apply_stroke(rgb, alpha, op, restore=False)
     d = distance_to_segment(p0, p1)
     assert (new[d <= 11] == 0).all()  # inside the brush: gone
     assert (new[d >= 13] == 255).all()  # outside: untouched
@@ -75,7 +67,8 @@ def test_erase_stroke_removes_exactly_its_footprint() -> None:
 def test_restore_stroke_paints_opaque_and_soft_brush_fades() -> None:
     rgb = textured()
     alpha = np.zeros((H, W), np.uint8)
-    new, _ = apply_stroke(rgb, alpha, Operation.stroke("restore", [(160, 120)], 30, hardness=0.0))
+    op = Operation.stroke("restore", [(160, 120)], 30, hardness=0.0)
+    new, _ = apply_stroke(rgb, alpha, op, restore=True)
     d = distance_to_segment((160, 120), (160.001, 120))
     assert new[120, 160] >= 250
     near, far = new[(d > 5) & (d < 10)], new[(d > 20) & (d < 25)]
@@ -193,7 +186,7 @@ def test_edge_aware_erase_keeps_strands_and_drops_the_ground_between() -> None:
     halo[:, 120:180] = np.linspace(0.8, 0.3, 60)[None, :]
     alpha = (halo * 255).astype(np.uint8)
     op = Operation.stroke("erase", [(150, 10), (150, H - 10)], radius=32, edge_aware=True)
-    new, _ = apply_stroke(rgb, alpha, op)
+    new, _ = apply_stroke(rgb, alpha, op, restore=False)
     inside = stroke_coverage(op, alpha.shape)
     assert inside is not None
     cover = np.zeros((H, W), np.float32)
@@ -206,7 +199,7 @@ def test_edge_aware_erase_keeps_strands_and_drops_the_ground_between() -> None:
     assert (new[kept] >= alpha[kept]).mean() > 0.9  # the strands are kept as they were
     assert (new <= alpha).all()  # an erase never adds
     # A plain erase would have taken the strands with the sky.
-    plain, _ = apply_stroke(rgb, alpha, Operation.stroke("erase", op.points, 32))
+    plain, _ = apply_stroke(rgb, alpha, Operation.stroke("erase", op.points, 32), restore=False)
     assert plain[core & strands].mean() < 5
 
 
@@ -222,7 +215,7 @@ def test_edge_aware_restore_brings_back_strands_but_not_the_ground() -> None:
     alpha = np.zeros((H, W), np.uint8)
     alpha[:, :120] = 255
     op = Operation.stroke("restore", [(150, 10), (150, H - 10)], radius=32, edge_aware=True)
-    new, _ = apply_stroke(rgb, alpha, op)
+    new, _ = apply_stroke(rgb, alpha, op, restore=True)
     band = np.zeros((H, W), bool)
     band[30 : H - 30, 130:170] = True
     hair = band & cv2.erode(strands, np.ones((1, 3), np.uint8)).astype(bool)

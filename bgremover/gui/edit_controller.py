@@ -18,11 +18,12 @@ from PySide6.QtGui import QAction, QImage
 from PySide6.QtWidgets import QFileDialog, QLabel, QWidget
 
 from ..atomic import write_atomically
-from ..edit import Box, Operation, mask_from_image
+from ..edit import Box, Operation
 from ..errors import BgRemoverError, EditsError, ImageReadError
 from ..imaging import IMAGE_EXTENSIONS, open_image
+from ..tools import TOOLS, Kind, mask_from_image
 from .dialogs import show_error
-from .editing import EditTools, overlay_image
+from .editing import EditTools, edit_mode_hint, overlay_image
 from .entry import EditRequest, QueueEntry, Status
 from .host import Host
 from .jobs import Job, JobEnd, JobState
@@ -95,11 +96,7 @@ class EditController(QObject):
         self.actions.edit_bar.setVisible(on)
         if on:
             self.host.show_result_tab()
-            self.host.statusBar().showMessage(
-                "Edit mode: B restore, X erase, A / R click to keep / remove a region, "
-                "M box; [ ] brush size; O overlay; middle button pans; E when done.",
-                10000,
-            )
+            self.host.statusBar().showMessage(edit_mode_hint(), 10000)
         else:
             self._overlay_for = None
             self.host.statusBar().clearMessage()
@@ -127,9 +124,12 @@ class EditController(QObject):
             self._edits_requested(entry)
         return done
 
-    def reset_edits(self) -> bool:
-        """Back to the model's mask (an edit itself: Undo takes it back)."""
-        return self.edit("apply", Operation("reset"))
+    def apply_tool(self, tool: str) -> bool:
+        """Apply ``tool``, one that works on the whole mask at once (such as Reset): an
+        edit itself, which Undo takes back."""
+        if TOOLS[tool].kind is not Kind.WHOLE:
+            raise ValueError(f"{tool!r} is not a tool that works on the whole mask at once")
+        return self.edit("apply", Operation(tool))
 
     def _edits_requested(self, entry: QueueEntry | None) -> None:
         self.host.update_enabled()

@@ -1,6 +1,8 @@
 """Touch-up on the Result view: the edit tools turn the mouse into edit operations.
 
-The pixels are the engine's (:mod:`bgremover.edit`). Here a brush stroke is only a
+The tools are the engine's table (:data:`bgremover.tools.TOOLS`): what each is given
+(its kind) says what the mouse draws for it, and its record gives the preview's
+colour and the hint's words. The pixels are the engine's. Here a brush stroke is only a
 path drawn as the mouse moves (at screen resolution, the brush's true width at any
 zoom), a click a point, a box a rectangle: each becomes an
 :class:`~bgremover.edit.Operation` in the photo's full-size pixel coordinates (the
@@ -30,35 +32,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..edit import BRUSHES, Operation
+from ..tools import TOOLS, Kind, Operation, Tool
 from .imageconv import to_indexed
 from .views import ImageView
 
-#: The tools: name -> (label, shortcut, what it does in plain words).
-TOOLS: dict[str, tuple[str, str, str]] = {
-    "restore": (
-        "Restore",
-        "B",
-        "Restore brush: paint over parts of the subject that were removed to bring them back",
-    ),
-    "erase": ("Erase", "X", "Erase brush: paint over background that was kept to remove it"),
-    "add": (
-        "Add Click",
-        "A",
-        "Add click: click a part that should be kept; the whole region around it is kept",
-    ),
-    "remove": (
-        "Remove Click",
-        "R",
-        "Remove click: click a part that should go; the whole region around it is removed",
-    ),
-    "box": (
-        "Box",
-        "M",
-        "Box: drag a rectangle around the subject; the model looks again at just that "
-        "part and its mask replaces the mask inside",
-    ),
-}
 DEFAULT_RADIUS = 24.0
 MIN_RADIUS, MAX_RADIUS = 1.0, 2000.0
 #: ``[`` and ``]`` change the brush's size by this factor.
@@ -66,8 +43,24 @@ SIZE_STEP = 1.25
 #: The overlay: removed parts tinted with this colour, this opaque (kept parts clear).
 OVERLAY_COLOR = (255, 30, 90)
 OVERLAY_OPACITY = 0.55
-#: The stroke drawn while painting, before the job has applied it.
-PREVIEW_COLORS = {"restore": QColor(40, 220, 90, 120), "erase": QColor(255, 40, 90, 120)}
+#: The kinds of tool picked and then used with the mouse on the photo.
+DRAWN = tuple(kind for kind in Kind if kind.drawn)
+
+
+def preview_color(tool: Tool) -> QColor:
+    """The colour of what is drawn for ``tool``'s operation until the job has applied it."""
+    if tool.preview is None:
+        raise ValueError(f"The {tool.name!r} tool draws nothing to preview.")
+    return QColor(*tool.preview)
+
+
+def edit_mode_hint() -> str:
+    """What edit mode's status message says: every tool's key (from the tools' table)
+    and the keys of the brush, the overlay and leaving."""
+    keys = ", ".join(
+        f"{t.key} {t.word.lower()}" for t in TOOLS.values() if t.kind in (*DRAWN, Kind.WHOLE)
+    )
+    return f"Edit mode: {keys}; [ ] brush size; O overlay; middle button pans; E when done."
 
 
 def _overlay_colors() -> list[int]:
@@ -100,7 +93,8 @@ class EditTools(QObject):
         super().__init__(parent)
         self.view = view
         self.active = False
-        self.tool = "restore"
+        #: The tool the mouse uses: the first one the tools' table lists.
+        self.tool = next(t.name for t in TOOLS.values() if t.kind.drawn)
         self.radius = DEFAULT_RADIUS
         self.hardness = 0.8
         self.edge_aware = False
@@ -150,8 +144,9 @@ class EditTools(QObject):
         self._update_cursor()
 
     def set_tool(self, tool: str) -> None:
-        if tool not in TOOLS:
-            raise ValueError(f"unknown tool {tool!r}")
+        """Use ``tool`` (a tool the mouse gives, :data:`DRAWN`) on the photo."""
+        if tool not in TOOLS or not TOOLS[tool].kind.drawn:
+            raise ValueError(f"{tool!r} is not an edit tool used with the mouse")
         self._cancel_drawing()
         self.tool = tool
         self._update_cursor()
@@ -174,7 +169,7 @@ class EditTools(QObject):
         self.set_radius(self.radius * factor)
 
     def _update_cursor(self) -> None:
-        brush = self.active and self.tool in BRUSHES
+        brush = self.active and TOOLS[self.tool].kind is Kind.BRUSH
         shape = Qt.CursorShape.BlankCursor if brush else Qt.CursorShape.CrossCursor
         if self.active:
             self.view.viewport().setCursor(shape)
@@ -261,43 +256,48 @@ class EditTools(QObject):
         return True
 
     def _begin(self, pos: QPointF) -> None:
+        """The button pressed: a brush starts its stroke, a box its rectangle, a click is
+        made at once."""
         self._cancel_drawing()
         scene = self.view.scene()
-        if self.tool in BRUSHES:
+        tool = TOOLS[self.tool]
+        if tool.kind is Kind.BRUSH:
             self._points = [(pos.x(), pos.y())]
             self._path = QPainterPath(pos)
             self._path.lineTo(pos + QPointF(0.01, 0))  # a dab shows as a dot
             item = QGraphicsPathItem(self._path)
-            pen = QPen(PREVIEW_COLORS[self.tool], 2 * self.radius)
+            pen = QPen(preview_color(tool), 2 * self.radius)
             pen.setCapStyle(Qt.PenCapStyle.RoundCap)
             pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
             item.setPen(pen)
             item.setZValue(10)
             scene.addItem(item)
             self._drawing = item
-        elif self.tool == "box":
+        elif tool.kind is Kind.BOX:
             self._anchor = pos
             rect = QGraphicsRectItem(QRectF(pos, pos))
             pen = QPen(QColor(255, 255, 255), 1.5, Qt.PenStyle.DashLine)
             pen.setCosmetic(True)
             rect.setPen(pen)
-            rect.setBrush(QColor(255, 255, 255, 40))
+            rect.setBrush(preview_color(tool))
             rect.setZValue(10)
             scene.addItem(rect)
             self._drawing = rect
-        else:  # a click: applied at once; a marker shows where until it is
-            op = Operation.click(pos.x(), pos.y(), add=self.tool == "add")
+        elif tool.kind is Kind.CLICK:  # applied at once; a marker shows where until it is
+            op = Operation(tool.name, ((pos.x(), pos.y()),))
             marker = QGraphicsEllipseItem()
             marker.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
             marker.setRect(QRectF(-5, -5, 10, 10))
             marker.setPos(pos)
             pen = QPen(QColor(255, 255, 255), 2)
             marker.setPen(pen)
-            marker.setBrush(PREVIEW_COLORS["restore" if self.tool == "add" else "erase"])
+            marker.setBrush(preview_color(tool))
             marker.setZValue(10)
             scene.addItem(marker)
             self._pending[id(op)] = marker
             self.operation.emit(op)
+        else:
+            raise ValueError(f"The {tool.name!r} tool is not used with the mouse.")
 
     def _extend(self, pos: QPointF) -> None:
         item = self._drawing
@@ -327,7 +327,8 @@ class EditTools(QObject):
             if rect.width() < 4 or rect.height() < 4:  # a slip, not a box
                 self.view.scene().removeItem(item)
                 return
-            op = Operation.box(rect.left(), rect.top(), rect.right(), rect.bottom())
+            corners = ((rect.left(), rect.top()), (rect.right(), rect.bottom()))
+            op = Operation(self.tool, corners)
         self._pending[id(op)] = item
         self.operation.emit(op)
 

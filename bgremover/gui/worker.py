@@ -75,8 +75,9 @@ def output_images(
 
 
 def needs_model(op: Operation | None) -> bool:
-    """Whether applying ``op`` runs the model (box edits do; clicks need none)."""
-    return op is not None and op.tool == "box"
+    """Whether applying ``op`` runs the model, as its tool's record says (a box does;
+    clicks need none)."""
+    return op is not None and op.spec.needs_model
 
 
 def start_editor(

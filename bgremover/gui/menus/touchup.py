@@ -7,15 +7,22 @@ from __future__ import annotations
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QToolButton
 
+from ...tools import TOOLS, Kind, Tool
 from ..edit_controller import EditController
-from ..editing import SIZE_STEP, TOOLS, EditBar, tool_tip
+from ..editing import SIZE_STEP, EditBar, tool_tip
 from ..entry import QueueEntry
 from . import MenuActions
 
 
 class TouchUpMenu(MenuActions):
     """The Touch Up menu and the edit bar (:attr:`edit_bar`, :attr:`edit_button`), whose
-    actions call ``editing``."""
+    actions call ``editing``.
+
+    Every tool of the tools' table has its action, made from its record: the tools used
+    with the mouse (:attr:`tool_actions`, one checked) after Edit Mask, those that work
+    on the whole mask at once (:attr:`mask_actions`, Reset among them) after Undo and
+    Redo, and those given a mask file (Load Mask) before Export Edits. A tool of a kind
+    with no place here is refused when the menu is made."""
 
     def __init__(self, window: QMainWindow, editing: EditController) -> None:
         super().__init__(window, "&Touch Up")
@@ -33,14 +40,26 @@ class TouchUpMenu(MenuActions):
         )
         self.edit_mode.setCheckable(True)
         self.menu.addSeparator()
+        placed = {kind for kind in Kind if kind.drawn} | {Kind.WHOLE, Kind.MASK}
+        unplaced = [t.name for t in TOOLS.values() if t.kind not in placed]
+        if unplaced:
+            raise ValueError(f"The Touch Up menu has no place for the tools {unplaced}.")
+
+        def tool_action(t: Tool, slot) -> QAction:
+            a = tipped(self.add(t.label, t.key, slot), t.tip)
+            if t.short:
+                a.setIconText(t.short)
+            return a
+
         self.tool_group = QActionGroup(window)
         self.tool_actions: dict[str, QAction] = {}
-        for name, (label, key, tip) in TOOLS.items():
-            a = tipped(self.add(label, key, lambda _=False, n=name: editing.set_tool(n)), tip)
-            a.setCheckable(True)
-            a.setChecked(name == editing.tools.tool)
-            self.tool_group.addAction(a)
-            self.tool_actions[name] = a
+        for t in TOOLS.values():
+            if t.kind.drawn:
+                a = tool_action(t, lambda _=False, n=t.name: editing.set_tool(n))
+                a.setCheckable(True)
+                a.setChecked(t.name == editing.tools.tool)
+                self.tool_group.addAction(a)
+                self.tool_actions[t.name] = a
         self.menu.addSeparator()
         self.smaller = tipped(
             self.add("S&maller Brush", "[", lambda: editing.tools.grow(1 / SIZE_STEP)),
@@ -72,15 +91,21 @@ class TouchUpMenu(MenuActions):
             self.add("&Redo Edit", QKeySequence.StandardKey.Redo, lambda: editing.edit("redo")),
             "Make the last edit taken back again",
         )
-        self.reset = tipped(
-            self.add("Re&set to Model's Mask", "Shift+R", editing.reset_edits),
-            "Back to the model's mask: every edit undone (Undo brings them back)",
-        )
+        #: The tools that work on the whole mask at once: applied when chosen.
+        self.mask_actions: dict[str, QAction] = {
+            t.name: tool_action(t, lambda _=False, n=t.name: editing.apply_tool(n))
+            for t in TOOLS.values()
+            if t.kind is Kind.WHOLE
+        }
+        self.reset = self.mask_actions["reset"]
         self.menu.addSeparator()
-        self.load_mask = tipped(
-            self.add("&Load Mask…", "Ctrl+L", editing.load_mask),
-            "Replace the mask with one from a file: a mask image, or a cutout's transparency",
-        )
+        #: The tools given a mask: the file is asked for first.
+        self.file_actions: dict[str, QAction] = {
+            t.name: tool_action(t, lambda _=False: editing.load_mask())
+            for t in TOOLS.values()
+            if t.kind is Kind.MASK
+        }
+        self.load_mask = self.file_actions["load"]
         self.export_edits = tipped(
             self.add("E&xport Edits…", "Ctrl+E", editing.export_edits),
             "Save the edits as a file that `bgremover remove PHOTO --edits FILE` applies",
@@ -93,7 +118,6 @@ class TouchUpMenu(MenuActions):
             (self.overlay, "Overlay"),
             (self.undo, "Undo"),
             (self.redo, "Redo"),
-            (self.reset, "Reset"),
         ):
             a.setIconText(short)
         self.edit_bar = EditBar(
@@ -107,9 +131,9 @@ class TouchUpMenu(MenuActions):
                 None,
                 self.undo,
                 self.redo,
-                self.reset,
+                *self.mask_actions.values(),
                 None,
-                self.load_mask,
+                *self.file_actions.values(),
                 self.export_edits,
             ],
         )
@@ -130,8 +154,8 @@ class TouchUpMenu(MenuActions):
             self.bigger,
             self.edge_aware,
             self.overlay,
-            self.reset,
-            self.load_mask,
+            *self.mask_actions.values(),
+            *self.file_actions.values(),
         ):
             a.setEnabled(editing)
         self.undo.setEnabled(ready and entry is not None and bool(entry.edits))
