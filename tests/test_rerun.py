@@ -313,7 +313,7 @@ def test_the_apps_batch_redoes_outputs_whose_settings_changed(qtbot, window, tmp
     src.mkdir()
     shutil.copy(COFFEE, src / "a.png")
     shutil.copy(CHELSEA, src / "b.png")
-    dialog = window.open_batch(src)
+    dialog = window.batches.open_batch(src)
     dialog.output_edit.setText(str(out))
 
     def run() -> object:
@@ -326,7 +326,7 @@ def test_the_apps_batch_redoes_outputs_whose_settings_changed(qtbot, window, tmp
     first = run()
     assert first.done == 2 and not first.redone
     assert "2 written, 0 already done, 0 failed" in dialog.status.text()
-    window._apply(background="#ff0000")
+    window.apply_settings(background="#ff0000")
     second = run()
     assert second.done == 2 and second.redone == {SETTINGS_CHANGED: 2}
     assert "0 written, 2 redone: settings changed, 0 already done" in dialog.status.text()
@@ -347,7 +347,7 @@ def test_the_apps_save_records_the_settings_a_rerun_checks(qtbot, window, tmp_pa
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
         window.add_paths([src / "a.png"])
     with qtbot.waitSignal(window.output.ended, timeout=WAIT_MS, check_params_cb=is_job("save")):
-        assert window.save_result(window.current_entry(), out / "a.png") is not None
+        assert window.saving.save_result(window.current_entry(), out / "a.png") is not None
     settings = _settings(out / "a.png")
     assert settings is not None and settings.summary == "u2netp fp32, refined, png"
     proc = run_cli("remove", str(src), "-o", str(out), "-q")
