@@ -28,6 +28,8 @@ The tools:
   improves), and its mask replaces the mask inside the box, blended over a few
   pixels at the box's border.
 * ``reset``: back to the model's mask.
+* ``largest``: the largest opaque part of the mask is kept, with what is joined to
+  it; every other part (stray specks, islands of background) goes.
 * ``load``: the whole mask replaced by one from a file (a mask, or a cutout's
   alpha), resized to the image.
 
@@ -70,6 +72,7 @@ __all__ = [
     "ToolContext",
     "apply_box",
     "apply_stroke",
+    "keep_largest",
     "mask_from_image",
     "stroke_coverage",
     "tool_named",
@@ -511,6 +514,31 @@ def mask_from_image(img: Image.Image, shape: Sequence[int]) -> np.ndarray:
     return np.asarray(grey, dtype=np.uint8).copy()
 
 
+#: What is opaque to :func:`keep_largest` (its parts are of alpha at least this)...
+OPAQUE = 128
+#: ... and what joins a pixel to a part: alpha at least this (5 %, the level the
+#: edge-aware brush takes for sure background).
+JOINED = 13
+
+
+def keep_largest(alpha: np.ndarray) -> np.ndarray:
+    """``alpha`` with only its largest opaque part (alpha >= :data:`OPAQUE`,
+    8-connected) and what is joined to it (alpha >= :data:`JOINED`: its soft edge, and
+    parts it touches); everything else becomes 0, except the faint fringe (below
+    ``JOINED``) within 2 pixels of what is kept. Without an opaque pixel, nothing changes."""
+    n, parts, stats, _ = cv2.connectedComponentsWithStats(
+        (alpha >= OPAQUE).astype(np.uint8), connectivity=8
+    )
+    if n <= 1:
+        return alpha
+    largest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    joined = (alpha >= JOINED).astype(np.uint8)
+    _, reach = cv2.connectedComponents(joined, connectivity=8)
+    kept = np.isin(reach, np.unique(reach[parts == largest]))
+    near = cv2.dilate(kept.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+    return np.where(kept | (near & (joined == 0)), alpha, 0).astype(np.uint8)
+
+
 # --- the tools' apply functions -------------------------------------------------
 
 
@@ -541,6 +569,11 @@ def _box(op: Operation, alpha: np.ndarray, ctx: ToolContext) -> tuple[np.ndarray
 
 def _reset(op: Operation, alpha: np.ndarray, ctx: ToolContext) -> tuple[np.ndarray, Box | None]:
     new = ctx.base.copy()
+    return new, changed_box(alpha, new)
+
+
+def _largest(op: Operation, alpha: np.ndarray, ctx: ToolContext) -> tuple[np.ndarray, Box | None]:
+    new = keep_largest(alpha)
     return new, changed_box(alpha, new)
 
 
@@ -594,6 +627,12 @@ TOOLS: Mapping[str, Tool] = _registry(
             "reset", "Shift+R", "Re&set to Model's Mask",
             "Back to the model's mask: every edit undone (Undo brings them back)",
             Kind.WHOLE, _reset, restart=Restart.TO_BASE, short="Reset",
+        ),
+        Tool(
+            "largest", "K", "&Keep Largest Region",
+            "Keep the largest region: the biggest opaque part of the mask stays, with what "
+            "is joined to it; stray specks and other islands are removed",
+            Kind.WHOLE, _largest, short="Keep Largest",
         ),
         Tool(
             "load", "Ctrl+L", "&Load Mask…",

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
-from bgremover.edit import Edits, Operation, load_edits
+from bgremover.edit import Editor, Edits, Operation, apply_edits, load_edits
 from bgremover.errors import EditsError
-from bgremover.tools import TOOLS, Kind, tool_named
+from bgremover.imaging import read_image
+from bgremover.tools import TOOLS, Kind, keep_largest, tool_named
 
 from conftest import DATA, cli
 
@@ -131,3 +133,105 @@ def test_the_app_waits_for_the_model_for_the_tools_that_run_it() -> None:
         assert needs_model(op) == t.needs_model
     assert [n for n, t in TOOLS.items() if t.needs_model] == ["box"]
     assert not needs_model(None)
+
+
+# -- Keep Largest Region: a tool added as one record and its apply function ------------
+
+
+def soft_disk(shape: tuple[int, int], cx: float, cy: float, r: float) -> np.ndarray:
+    """A disk of radius ``r`` whose edge fades over 4 pixels (a model's soft edge)."""
+    yy, xx = np.mgrid[0 : shape[0], 0 : shape[1]]
+    d = np.hypot(xx + 0.5 - cx, yy + 0.5 - cy)
+    return np.clip(np.rint(255 * (r + 2 - d) / 4), 0, 255).astype(np.uint8)
+
+
+def test_keep_largest_keeps_the_subject_and_drops_the_islands() -> None:
+    shape = (240, 320)
+    subject = soft_disk(shape, 100, 120, 60)
+    joined = soft_disk(shape, 215, 120, 10)  # joined to the subject by a faint bridge
+    island = soft_disk(shape, 280, 40, 15)
+    alpha = np.maximum.reduce([subject, joined, island])
+    alpha[118:122, 160:206] = np.maximum(alpha[118:122, 160:206], 60)
+    alpha[220:223, 20:23] = 200  # a speck
+    alpha[180:240, 250:320] = np.maximum(alpha[180:240, 250:320], 5)  # faint haze
+    new = keep_largest(alpha)
+    assert (new <= alpha).all()  # it only takes away
+    keep = soft_disk(shape, 100, 120, 64) > 0  # the subject with all its soft edge
+    keep |= soft_disk(shape, 215, 120, 14) > 0
+    keep[118:122, 160:206] = True
+    assert np.array_equal(new[keep], alpha[keep])
+    assert (new[~keep] == 0).all()  # the island, its faint fringe, the speck, the haze
+    assert alpha[40, 280] == 255 and alpha[221, 21] == 200 and alpha[200, 300] == 5
+    # Nothing opaque: nothing to choose between, nothing changes.
+    faint = np.full(shape, 40, np.uint8)
+    assert keep_largest(faint) is faint and keep_largest(np.zeros(shape, np.uint8)).max() == 0
+
+
+def test_keep_largest_is_an_edit_like_the_others() -> None:
+    shape = (120, 160)
+    rgb = np.full((*shape, 3), 128, np.uint8)
+    base = np.maximum(soft_disk(shape, 50, 60, 30), soft_disk(shape, 140, 20, 8))
+    editor = Editor(rgb, base)
+    editor.apply(Operation.stroke("restore", [(150, 110)], 6))  # another island
+    before = editor.alpha.copy()
+    box = editor.apply(Operation("largest"))
+    assert np.array_equal(editor.alpha, keep_largest(before))
+    assert editor.alpha[20, 140] == 0 and editor.alpha[110, 150] == 0
+    ys, xs = np.nonzero(editor.alpha != before)
+    assert box == (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)  # only that is redrawn
+    assert box[0] > 50 + 30 + 2  # the islands' box: the subject is not in it
+    editor.undo()
+    assert np.array_equal(editor.alpha, before)
+    editor.redo()
+    saved = json.loads(editor.edits.to_json())
+    assert saved["operations"][-1] == {"tool": "largest"}
+    again = Edits.from_json(json.dumps(saved))
+    assert np.array_equal(apply_edits(again, rgb, base), editor.alpha)
+
+
+@pytest.mark.model
+def test_keep_largest_replays_in_the_command_line(u2netp_remover, tmp_path: Path) -> None:
+    loaded = read_image(PHOTO)
+    alpha = u2netp_remover.remove(loaded).alpha
+    w = alpha.shape[1]
+    editor = Editor(loaded.rgb, alpha)
+    editor.apply(Operation.stroke("restore", [(w - 12, 12)], 8))  # an island in a corner
+    assert editor.alpha[12, w - 12] == 255 and alpha[12, w - 12] == 0
+    editor.apply(Operation("largest"))
+    expected = editor.alpha
+    assert expected[12, w - 12] == 0
+    path = tmp_path / "edits.json"
+    path.write_text(editor.edits.to_json(), encoding="utf-8")
+    out = tmp_path / "cut.png"
+    proc = cli("remove", str(PHOTO), "-o", str(out), "--edits", str(path), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert np.array_equal(np.asarray(Image.open(out).getchannel("A")), expected)
+
+
+@pytest.mark.model
+def test_keep_largest_is_in_the_app_from_its_record(qtbot, window) -> None:
+    from test_gui_first_hour import WAIT_MS, process
+
+    touchup = window.touchup_menu
+    largest = touchup.mask_actions["largest"]
+    assert largest.shortcut().toString() == "K" and largest.iconText() == "Keep Largest"
+    assert largest in touchup.menu.actions() and largest in touchup.edit_bar.actions()
+    process(qtbot, window, PHOTO)
+    window.select(window.queue.entries()[0])
+    window.editing.set_edit_mode(True)
+    assert largest.isEnabled() and "K keep largest" in window.statusBar().currentMessage()
+    entry = window.current_entry()
+
+    def applied() -> np.ndarray:
+        qtbot.waitUntil(lambda: not window.jobs.edits_busy(entry), timeout=WAIT_MS)
+        return entry.processed.result.alpha
+
+    w = applied().shape[1]
+    window.editing.edit("apply", Operation.stroke("restore", [(w - 12, 12)], 8))
+    before = applied().copy()
+    assert before[12, w - 12] == 255
+    largest.trigger()
+    assert np.array_equal(applied(), keep_largest(before))
+    assert [op.tool for op in entry.edits.operations] == ["restore", "largest"]
+    touchup.undo.trigger()
+    assert np.array_equal(applied(), before)
