@@ -419,7 +419,7 @@ def test_a_model_file_of_two_possible_families_is_asked_about(
     with that file only."""
     from test_families import build_model
 
-    from bgremover.gui import window as window_module
+    from bgremover.gui import model_controller
     from bgremover.gui.window import MainWindow
 
     path = build_model(tmp_path / "isnet_like.onnx", side=1024, outputs=7, sigmoid=True)
@@ -429,7 +429,7 @@ def test_a_model_file_of_two_possible_families_is_asked_about(
         asked.append((filename, candidates))
         return "dis-anime"
 
-    monkeypatch.setattr(window_module, "ask_family", answer)
+    monkeypatch.setattr(model_controller, "ask_family", answer)
     window = make_window(qtbot)
     window.model_setting.use_model_file(path)
     qtbot.waitUntil(lambda: window.settings.model == str(path), timeout=WAIT_MS)
