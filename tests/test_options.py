@@ -78,8 +78,17 @@ def _app_options(values: dict) -> tuple[ComposeOptions, str]:
     return settings.compose(), settings.output_format
 
 
+def _server_options(values: dict, width: int, height: int) -> tuple[ComposeOptions, str]:
+    """What the server makes of a preset's values sent as its parameters (the options
+    that have one), as a request for a PNG or WebP."""
+    from bgremover.serve.params import options_for
+
+    params = {OPTIONS[k].http: str(v) for k, v in values.items() if OPTIONS[k].http}
+    return options_for(params, width, height, "auto")
+
+
 @pytest.mark.parametrize("name", list(OFF_PRESETS))
-def test_an_off_word_in_a_preset_is_off_on_the_command_line_and_in_the_app(
+def test_an_off_word_in_a_preset_is_off_on_the_command_line_in_the_app_and_the_server(
     tmp_path: Path, name: str
 ) -> None:
     values = dict(read_preset(_preset(tmp_path, name, OFF_PRESETS[name])).values)
@@ -89,6 +98,19 @@ def test_an_off_word_in_a_preset_is_off_on_the_command_line_and_in_the_app(
     assert on_cli == in_app == ComposeOptions()
     assert not in_app.crop and not in_app.lossless and in_app.shadow is None
     assert cli_fmt == fmt and app_fmt == (fmt or "png")
+    served, served_fmt = _server_options(values, 64, 48)
+    assert served == on_cli and served_fmt == (fmt or "png")
+
+
+def test_the_servers_on_off_parameters_read_every_word_as_the_presets_do() -> None:
+    from bgremover.compose import Length
+    from bgremover.serve.params import PARAMETERS, options_for
+
+    off, _ = options_for({"crop": "no", "crop_margin": "10px", "add_shadow": "0"}, 64, 48, "png")
+    assert off == ComposeOptions()  # remove.bg ignores a margin without a crop
+    on, _ = options_for({"crop": "on", "crop_margin": "10px", "add_shadow": "yes"}, 64, 48, "png")
+    assert on.crop and on.margin == Length(10) and on.shadow is not None
+    assert {o.http for o in EXPORT_OPTIONS if o.http} <= set(PARAMETERS)
 
 
 def _record_of(path: Path):

@@ -1,7 +1,8 @@
 """remove.bg's parameters read as bgremover's export options: which names are read, the
 defaults clients send that change nothing, the names refused, and each value's parsing
-into the options :func:`~bgremover.presets.options_from` takes (all of it here, so that
-a change to the export options is made in this one module)."""
+into the options :func:`~bgremover.presets.options_from` takes. The parameters that are
+export options are named by the options' records (``http`` in :mod:`bgremover.options`),
+and their values are read by the records' parsers, as a preset's or a flag's are."""
 
 import math
 import re
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UsageError
+from ..options import EXPORT_OPTIONS, parse_bool
 from .api_error import ApiError
 
 #: Output size limits of remove.bg's ``size`` values, in pixels (None: the photo's own).
@@ -23,16 +25,15 @@ SIZES: dict[str, int | None] = {
     "50mp": None,
     "auto": None,
 }
-#: remove.bg's parameters that bgremover reads (the image fields aside).
+#: remove.bg's parameters that are bgremover's export options: name -> option key.
+OPTION_PARAMETERS = {o.http: o.key for o in EXPORT_OPTIONS if o.http}
+#: remove.bg's parameters that bgremover reads (the image fields aside): the export
+#: options', then those of the server alone.
 PARAMETERS = (
-    "format",
+    *OPTION_PARAMETERS,
     "channels",
-    "bg_color",
-    "crop",
-    "crop_margin",
     "size",
     "roi",
-    "add_shadow",
     "shadow_type",
     "shadow_opacity",
     "type",
@@ -109,7 +110,7 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
     if "crop_margin" in params and params["crop_margin"].strip():
         margin = crop_margin(params["crop_margin"])
         # remove.bg applies the margin only to a crop, and ignores it otherwise.
-        if params.get("crop", "false").strip().lower() in ("true", "1", "yes", "on"):
+        if _on(params, "crop"):
             values["margin"] = margin
     values.update(_shadow_values(params))
     size = params.get("size", "auto").strip().lower()
@@ -128,16 +129,30 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
             side -= 1  # the short side is rounded: stay within the pixel count
         values["max_size"] = side
     fmt = params.get("format", "auto").strip().lower()
-    if fmt not in ("auto", "png", "jpg", "jpeg", "webp"):
-        raise ApiError(
-            400,
-            f"Unknown format {params['format']!r}.",
-            "invalid_format",
-            "Use auto, png, jpg or webp (zip is not supported).",
-        )
     if fmt != "auto":
+        from ..presets import parse_format
+
+        try:
+            fmt = parse_format(fmt)
+        except UsageError:
+            fmt = ""
+        if fmt not in CONTENT_TYPES:
+            raise ApiError(
+                400,
+                f"Unknown format {params['format']!r}.",
+                "invalid_format",
+                "Use auto, png, jpg or webp (zip is not supported).",
+            )
         values["format"] = fmt
     return values, fmt, channels == "alpha"
+
+
+def _on(params: Mapping[str, str], name: str) -> bool:
+    """An on/off parameter (false when absent), read as every on/off option is."""
+    try:
+        return parse_bool(params.get(name, "false"), name)
+    except UsageError as exc:
+        raise ApiError(400, exc.message, "invalid_parameter", exc.fix) from None
 
 
 def crop_margin(text: str) -> str:
@@ -211,10 +226,7 @@ def _shadow_values(params: Mapping[str, str]) -> dict[str, Any]:
             "unsupported_parameter",
             "bgremover draws a soft drop shadow: leave shadow_type out, or use drop.",
         )
-    add = params.get("add_shadow", "false").strip().lower()
-    if add not in ("true", "false", "1", "0", "yes", "no"):
-        raise ApiError(400, f"add_shadow is true or false, not {add!r}.", "invalid_parameter")
-    if add not in ("true", "1", "yes"):
+    if not _on(params, "add_shadow"):
         return {}
     opacity = params.get("shadow_opacity", "").strip()
     if not opacity:
