@@ -23,6 +23,7 @@ from PIL import Image
 from bgremover.batch import SETTINGS_CHANGED, SETTINGS_UNKNOWN, BatchFinished, ItemDone, run_batch
 from bgremover.compose import ComposeOptions, Length, Outline, Shadow
 from bgremover.edit import Edits, Operation
+from bgremover.options import SWITCHES
 from bgremover.output import (
     DONE,
     EDITED,
@@ -73,6 +74,8 @@ OTHER_EXPORT = {
     "quality": 70,
     "lossless": True,
     "strip_metadata": True,
+    # The switches whose fields the option records make (bgremover.options.SWITCHES).
+    **{option.key: True for option in SWITCHES},
 }
 
 
