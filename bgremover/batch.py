@@ -29,25 +29,47 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import Claim, remove_leftovers, windows_long_path
+from .atomic import Claim, windows_long_path
+from .batch_report import (
+    ALREADY_DONE,
+    BEING_WRITTEN,
+    FAIL,
+    MAKE,
+    SETTINGS_CHANGED,
+    SETTINGS_UNKNOWN,
+    counts_words,
+    failure_reason,
+    remove_stale_temp_files,
+    resume_decision,
+)
+from .budget import DEFAULT_PIXELS_IN_FLIGHT, PixelBudget
 from .compose import ComposeOptions, Enlarged, enlargement
 from .errors import BgRemoverError, DiskFullError, ModelError
 from .guard import GuardCheck
 from .imaging import LoadedImage, probe, read_image
-from .output import (
-    DONE,
-    EDITED,
-    MISSING,
-    OTHER_PHOTO,
-    REDO,
-    STALE,
-    OutputSettings,
-    SourceRecord,
-    existing_output,
-    write_output,
-)
+from .output import SourceRecord, write_output
 from .pipeline import Remover
 from .plan import Job
+
+__all__ = [
+    # The values of ItemSkipped.reason and ItemDone.redone that consumers compare with,
+    # and the summary's counts, as the app and the command line say them.
+    "ALREADY_DONE",
+    "BEING_WRITTEN",
+    "DEFAULT_PIXELS_IN_FLIGHT",
+    "SETTINGS_CHANGED",
+    "SETTINGS_UNKNOWN",
+    "BatchEvent",
+    "BatchFinished",
+    "BatchSettings",
+    "BatchStarted",
+    "ItemDone",
+    "ItemFailed",
+    "ItemSkipped",
+    "counts_words",
+    "default_finishers",
+    "run_batch",
+]
 
 log = logging.getLogger(__name__)
 
@@ -107,89 +129,6 @@ class BatchFinished:
 
 BatchEvent = BatchStarted | ItemDone | ItemSkipped | ItemFailed | BatchFinished
 
-#: ItemSkipped's reason for an output made from the same photo by an earlier run.
-ALREADY_DONE = "output already exists"
-#: ItemSkipped's reason for an output that another run (process) is making now.
-BEING_WRITTEN = "being written by another run"
-#: ItemDone's ``redone`` for an output of this photo that was made with other settings.
-SETTINGS_CHANGED = "settings changed"
-#: ItemDone's ``redone`` for an output of this photo whose record names no settings
-#: (written by an earlier bgremover): whether they were these is not known.
-SETTINGS_UNKNOWN = "settings not recorded"
-
-
-def redone_reason(made: SourceRecord | None) -> str:
-    """Why this photo's output is made again, from the record it holds (STALE)."""
-    return SETTINGS_CHANGED if made is not None and made.settings is not None else SETTINGS_UNKNOWN
-
-
-def redone_detail(output: Path, made: SourceRecord | None, wanted: OutputSettings | None) -> str:
-    """A log line for an output made again: what it was made with, and what it is now."""
-    was = made.settings.summary if made is not None and made.settings is not None else None
-    now = wanted.summary if wanted is not None else "?"
-    if was is None:
-        return f"{output}: made again: it records no settings (an earlier bgremover); now {now}"
-    return f"{output}: made again: settings changed (it was {was}; now {now})"
-
-
-def written_place(jobs: Sequence[Job], folder: Path) -> Path | None:
-    """What a batch's summary points to: the one output file, or the output folder;
-    None when it does not exist (nothing was written: the summary names no file)."""
-    place = jobs[0].output if len(jobs) == 1 else folder
-    return place if os.path.lexists(windows_long_path(place)) else None
-
-
-def counts_words(
-    done: int,
-    redone: Mapping[str, int],
-    skipped: int,
-    failed: int,
-    skipped_words: str = "already done",
-    every: bool = False,
-) -> str:
-    """A batch's counts as its summary says them: "3 written, 1 redone: settings changed,
-    2 already done, 1 failed" (no count of 0 but the written one, unless ``every``). Each
-    file counts once: "written" are new files, "redone" replaced this photo's outputs made
-    with other settings (``done`` counts both)."""
-    parts = [f"{done - sum(redone.values())} written"]
-    parts += [f"{n} redone: {reason}" for reason, n in sorted(redone.items()) if n]
-    if skipped or every:
-        parts.append(f"{skipped} {skipped_words}")
-    if failed or every:
-        parts.append(f"{failed} failed")
-    return ", ".join(parts)
-
-
-def remove_stale_temp_files(jobs: Sequence[Job]) -> int:
-    """Delete unfinished atomic-write files left in the output folders by runs that ended
-    (killed, crashed); those of runs still writing are kept."""
-    folders = {Path(windows_long_path(job.output.parent)) for job in jobs}
-    return sum(remove_leftovers(folder) for folder in folders)
-
-
-def unverified_reason(output: Path) -> str:
-    return (
-        f"{output} exists but does not record which photo it was made from (written by "
-        "bgremover 0.1.0 or earlier, or by another program): kept as it is; use --overwrite "
-        "to make it again"
-    )
-
-
-def edited_reason(output: Path) -> str:
-    return (
-        f"{output} was made with your edits (touch-up), which this run does not have: kept "
-        "as it is; give the edits (--edits FILE), or use --overwrite to make it again "
-        "without them"
-    )
-
-
-def other_photo_reason(output: Path, record: SourceRecord) -> str:
-    return (
-        f"{output} exists and was not made from this photo (it was made from "
-        f"{record.name!r}): kept as it is; use --overwrite to replace it, or another "
-        "output folder"
-    )
-
 
 def default_finishers() -> int:
     """Finishing threads (refine, compose, encode, write): one per core, at most 4.
@@ -198,37 +137,6 @@ def default_finishers() -> int:
     (README, "Performance"); the pixel budget, not their number, bounds memory.
     """
     return max(1, min(4, (os.cpu_count() or 2)))
-
-
-#: Pixels of the images in flight at once (read, in the model, or being written),
-#: unless run_batch is told otherwise: about two 12-megapixel photos. An image in flight
-#: holds about 6 bytes per pixel (its colours, mask and alpha; outputs are written in
-#: strips): two 12 MP photos peaked at 136 MB of arrays. However large the photos, this
-#: bounds that memory; small photos still fill every stage.
-DEFAULT_PIXELS_IN_FLIGHT = 25_000_000
-
-
-class _Budget:
-    """Admits images while the pixels in flight stay under a limit (always one at least)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.used = 0
-        self.cond = threading.Condition()
-
-    def acquire(self, pixels: int, stop: threading.Event) -> bool:
-        with self.cond:
-            while self.used and self.used + pixels > self.limit:
-                if stop.is_set():
-                    return False
-                self.cond.wait(0.05)
-            self.used += pixels
-            return True
-
-    def release(self, pixels: int) -> None:
-        with self.cond:
-            self.used -= pixels
-            self.cond.notify_all()
 
 
 def _pixels(path: Path) -> int:
@@ -301,7 +209,7 @@ class _Pipeline:
         self.events_out: queue.Queue = queue.Queue(maxsize=depth)
         self.fatal: list[BaseException] = []
         self.disk_full: list[str] = []
-        self.budget = _Budget(settings.pixels_in_flight)
+        self.budget = PixelBudget(settings.pixels_in_flight)
         #: What outputs record of their settings (a job with edits records its own).
         self.made_with = remover.output_settings(settings.options, settings.fmt)
         self.threads = [
@@ -350,11 +258,7 @@ class _Pipeline:
     def fail(self, item: _Item, exc: BaseException) -> None:
         """Report ``item`` as failed and go on (a full disk stops the batch)."""
         self.drop(item)
-        if isinstance(exc, BgRemoverError):
-            reason = str(exc)
-        else:  # a bug or an unforeseen input: report it, keep going
-            log.error("Unexpected error on %s", item.job.source, exc_info=exc)
-            reason = f"unexpected error ({type(exc).__name__}: {exc}); please report it"
+        reason = failure_reason(exc, item.job.source, log)  # a bug too: reported, go on
         self.put(self.events_out, ItemFailed(item.index, self.total, item.job, reason))
         if isinstance(exc, DiskFullError):
             self.disk_full.append(reason)
@@ -385,27 +289,15 @@ class _Pipeline:
             log.info("%s: skipped, %s", job.output, BEING_WRITTEN)
             self.put(self.events_out, ItemSkipped(index, self.total, job, BEING_WRITTEN))
             return None
-        if self.settings.overwrite or item.record is None:
-            return item
-        existing = existing_output(on_disk, item.record)
-        if existing.state in (MISSING, REDO):
-            return item
-        if existing.state == STALE:
-            item.redone = redone_reason(existing.record)
-            log.info(redone_detail(job.output, existing.record, made_with))
+        decision = resume_decision(job.output, item.record, self.settings.overwrite)
+        if decision.action == MAKE:
+            item.redone = decision.reason
+            if decision.detail:
+                log.info(decision.detail)
             return item
         self.drop(item)
-        if existing.state == DONE:
-            self.put(self.events_out, ItemSkipped(index, self.total, job, ALREADY_DONE))
-        elif existing.state == OTHER_PHOTO and existing.record is not None:
-            reason = other_photo_reason(job.output, existing.record)
-            self.put(self.events_out, ItemFailed(index, self.total, job, reason))
-        elif existing.state == EDITED:
-            reason = edited_reason(job.output)
-            self.put(self.events_out, ItemSkipped(index, self.total, job, reason))
-        else:
-            reason = unverified_reason(job.output)
-            self.put(self.events_out, ItemSkipped(index, self.total, job, reason))
+        event = ItemFailed if decision.action == FAIL else ItemSkipped
+        self.put(self.events_out, event(index, self.total, job, decision.reason))
         return None
 
     def read(self) -> None:
@@ -564,9 +456,7 @@ def run_batch(
         max_megapixels,
     )  # fmt: skip
     start = time.perf_counter()
-    stale = remove_stale_temp_files(jobs)
-    if stale:
-        log.info("Removed %d unfinished file(s) left by an interrupted run.", stale)
+    remove_stale_temp_files(jobs, log)
     remover.load()  # a model that cannot load fails here, with its own error
     yield BatchStarted(len(jobs))
     if not jobs:

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import TextIO
 
 from . import __version__
+from .batch_report import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from .batch_report import err as _err
 from .models import DEFAULT_MODEL, PRECISIONS
 from .options import add_flags, cli_flags, cli_values
 from .output import DEFAULT_FORMAT, FORMATS
 from .report import DEFAULT_HEAT_SCALE, HEAT_SCALES
 
 log = logging.getLogger("bgremover")
-
-EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class TerminalProgress:
@@ -104,11 +104,6 @@ def _isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def _err(message: str) -> None:
-    if sys.stderr is not None:
-        print(message, file=sys.stderr)
 
 
 EXIT_STATUS = """\
@@ -556,7 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         _err("\nbgremover: interrupted; finished outputs are kept, rerun to resume.")
-        return 130
+        return EXIT_INTERRUPTED
     return EXIT_USAGE
 
 
@@ -718,21 +713,11 @@ def cmd_models_quantize(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    from .batch import (
-        ALREADY_DONE,
-        BatchFinished,
-        ItemDone,
-        ItemFailed,
-        ItemSkipped,
-        counts_words,
-        run_batch,
-        written_place,
-    )
+    from .batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
+    from .batch_report import failure_line, report_summary, skip_line, written_place
     from .compose import ComposeOptions
     from .edit import load_edits
     from .errors import UsageError
-    from .guard import CLI_HINT
-    from .guard import summary as guard_summary
     from .pipeline import EngineConfig, Remover
     from .plan import plan_batch, resolve_output
     from .presets import check_export, get_preset, options_from
@@ -799,10 +784,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
             count += 1
             if isinstance(event, ItemFailed):
                 progress.clear()
-                reason = event.reason
-                if str(event.job.source) not in reason:
-                    reason = f"{event.job.source}: {reason}"
-                _err(f"bgremover: failed: {reason}")
+                _err(failure_line(event.job.source, event.reason))
             elif isinstance(event, ItemDone):
                 log.info("%s -> %s (%.2f s)", event.job.source, event.job.output, event.seconds)
                 guarded.append(event.guard)
@@ -811,24 +793,24 @@ def cmd_remove(args: argparse.Namespace) -> int:
                 if event.enlarged is not None:
                     progress.clear()
                     _err(f"bgremover: note: {event.job.source}: {event.enlarged.words()}")
-            elif event.reason != ALREADY_DONE:  # kept, or another run's: say which and why
-                progress.clear()
-                _err(f"bgremover: skipped {event.job.source}: {event.reason}")
+            elif (line := skip_line(event.job.source, event.reason)) is not None:
+                progress.clear()  # kept, or another run's: say which and why
+                _err(line)
             progress.show(_progress_line(count, event.total, start, event.job.source))
         elif isinstance(event, BatchFinished):
             finished = event
     progress.clear()
     assert finished is not None
-    failed = finished.failed + len(plan.problems)
-    counts = counts_words(finished.done, finished.redone, finished.skipped, failed, "already done")
-    where = written_place(plan.jobs, target.path)  # only a file or folder that exists
-    summary = f"bgremover: {counts} in {finished.seconds:.1f} s"
-    summary += f" -> {where}" if where is not None else ""
-    if finished.stopped:
-        summary += f"\nbgremover: stopped early: {finished.stopped}"
-    note = guard_summary(guarded, CLI_HINT)
-    _err(summary + (f"\nbgremover: {note}" if note else ""))
-    return EXIT_SOME_FAILED if failed else EXIT_OK
+    return report_summary(
+        done=finished.done,
+        redone=finished.redone,
+        skipped=finished.skipped,
+        failed=finished.failed + len(plan.problems),
+        seconds=finished.seconds,
+        where=written_place(plan.jobs, target.path),  # only a file or folder that exists
+        stopped=finished.stopped,
+        guarded=guarded,
+    )
 
 
 def _nothing_to_do(inputs: Sequence[Path], problems: Sequence[tuple[Path, str]]) -> str:

@@ -77,33 +77,24 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import Claim, windows_long_path
-from .batch import (
-    ALREADY_DONE,
+from .batch_report import (
     BEING_WRITTEN,
-    counts_words,
-    edited_reason,
-    other_photo_reason,
-    redone_detail,
-    redone_reason,
+    FAIL,
+    MAKE,
+    err,
+    failure_line,
+    failure_reason,
     remove_stale_temp_files,
-    unverified_reason,
+    report_summary,
+    resume_decision,
+    skip_line,
     written_place,
 )
 from .compose import ComposeOptions
-from .errors import BgRemoverError, DiskFullError, ModelError, UsageError
+from .errors import DiskFullError, ModelError, UsageError
 from .families import Family
-from .guard import CLI_HINT, GuardCheck
-from .guard import summary as guard_summary
-from .output import (
-    DONE,
-    EDITED,
-    MISSING,
-    OTHER_PHOTO,
-    REDO,
-    STALE,
-    SourceRecord,
-    existing_output,
-)
+from .guard import GuardCheck
+from .output import SourceRecord
 from .pipeline import EngineConfig, Remover
 from .plan import Job
 
@@ -134,14 +125,6 @@ class RaySettings:
     #: The model's input side and family, read once on the driver from the model file.
     input_size: int
     family: Family | None
-
-
-def _reason(exc: BaseException, source: Path) -> str:
-    """A failure's reason, as the plain batch words it."""
-    if isinstance(exc, BgRemoverError):
-        return str(exc)
-    log.error("Unexpected error on %s", source, exc_info=exc)
-    return f"unexpected error ({type(exc).__name__}: {exc}); please report it"
 
 
 def _row(
@@ -180,7 +163,7 @@ def decode_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
         batch = preprocess(loaded.rgb, settings.family, settings.input_size)
         timings = {"read": t1 - t0, "preprocess": time.perf_counter() - t1}
     except Exception as exc:
-        return _row(index, FAILED, _reason(exc, job.source))
+        return _row(index, FAILED, failure_reason(exc, job.source, log))
     return _row(index, TODO, payload=_pack(loaded, batch, timings))
 
 
@@ -219,7 +202,7 @@ class InferenceActor:
         except ModelError as exc:  # the model cannot run: the plain batch stops too
             return _row(index, FATAL, str(exc))
         except Exception as exc:
-            return _row(index, FAILED, _reason(exc, Path(loaded.source)))
+            return _row(index, FAILED, failure_reason(exc, Path(loaded.source), log))
         return _row(index, TODO, payload=_pack(loaded, raw, timings, found))
 
 
@@ -242,12 +225,10 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
     if claim is None:
         return _row(index, SKIPPED, BEING_WRITTEN)
     with claim:
-        redone = ""
-        if not settings.overwrite and record is not None:  # another run may have made it
-            state, reason = _to_do(job, record)
-            if state != TODO:
-                return _row(index, state, reason)
-            redone = reason
+        # Another run may have made it meanwhile: decided again, under the claim.
+        state, redone = _to_do(job, record, settings.overwrite)
+        if state != TODO:
+            return _row(index, state, redone)
         try:
             t0 = time.perf_counter()
             height, width = loaded.rgb.shape[:2]
@@ -266,27 +247,20 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
         except DiskFullError as exc:
             return _row(index, STOPPED, str(exc))
         except Exception as exc:
-            return _row(index, FAILED, _reason(exc, job.source))
+            return _row(index, FAILED, failure_reason(exc, job.source, log))
     # A written row's reason: why it replaced an output made with other settings, if it did.
     return _row(index, WRITTEN, redone, payload=_pack(timings, found), written=written)
 
 
-def _to_do(job: Job, record: SourceRecord) -> tuple[str, str]:
-    """What ``job``'s output is to this run, by the plain batch's rules: (TODO, "") to
-    make it, (TODO, why) to make it again (other settings), else (SKIPPED or FAILED, why)."""
-    existing = existing_output(Path(windows_long_path(job.output)), record)
-    if existing.state in (MISSING, REDO):
-        return TODO, ""
-    if existing.state == STALE:
-        log.info(redone_detail(job.output, existing.record, record.settings))
-        return TODO, redone_reason(existing.record)
-    if existing.state == DONE:
-        return SKIPPED, ALREADY_DONE
-    if existing.state == OTHER_PHOTO and existing.record is not None:
-        return FAILED, other_photo_reason(job.output, existing.record)
-    if existing.state == EDITED:
-        return SKIPPED, edited_reason(job.output)
-    return SKIPPED, unverified_reason(job.output)
+def _to_do(job: Job, record: SourceRecord | None, overwrite: bool) -> tuple[str, str]:
+    """What ``job``'s output is to this run, by the plain batch's rules
+    (:func:`~bgremover.batch_report.resume_decision`): (TODO, "") to make it, (TODO, why)
+    to make it again (other settings), else (SKIPPED or FAILED, why)."""
+    decision = resume_decision(job.output, record, overwrite)
+    if decision.detail:
+        log.info(decision.detail)
+    state = {MAKE: TODO, FAIL: FAILED}.get(decision.action, SKIPPED)
+    return state, decision.reason
 
 
 # -- the driver ---------------------------------------------------------------------------
@@ -445,11 +419,6 @@ def run_ray(
                       int(row["written"]), timings, found)  # fmt: skip
 
 
-def _err(message: str) -> None:
-    if sys.stderr is not None:
-        print(message, file=sys.stderr)
-
-
 def _model_input(remover: Remover) -> tuple[int, Family]:
     """The model's input side and family, from the model file (the driver has it already)."""
     return remover.input_size, remover.family
@@ -466,9 +435,7 @@ def cmd_remove_ray(
     """``bgremover remove ... --ray``: the batch on Ray, reported as the plain batch is."""
     start = time.monotonic()
     overwrite = bool(getattr(args, "overwrite", False))
-    stale = remove_stale_temp_files(jobs)
-    if stale:
-        log.info("Removed %d unfinished file(s) left by an interrupted run.", stale)
+    remove_stale_temp_files(jobs, log)
     records: list[SourceRecord | None] = []
     todo: list[int] = []
     done = skipped = 0
@@ -482,13 +449,12 @@ def cmd_remove_ray(
         nonlocal skipped
         if state == FAILED:
             failures.append((job.source, reason))
-            if str(job.source) not in reason:
-                reason = f"{job.source}: {reason}"
-            _err(f"bgremover: failed: {reason}")
+            err(failure_line(job.source, reason))
         else:
             skipped += 1
-            if reason != ALREADY_DONE:
-                _err(f"bgremover: skipped {job.source}: {reason}")
+            line = skip_line(job.source, reason)
+            if line is not None:
+                err(line)
 
     # Finished outputs are skipped here, before anything is sent to Ray; the finishing
     # stage looks again under the output's claim, as the plain batch does once claimed.
@@ -498,7 +464,7 @@ def cmd_remove_ray(
         with contextlib.suppress(OSError):  # if so, reading the photo says what is wrong
             record = SourceRecord.of(job.source, settings_of_job or made_with)
         records.append(record)
-        state, reason = (TODO, "") if overwrite or record is None else _to_do(job, record)
+        state, reason = _to_do(job, record, overwrite)
         if state == TODO:
             todo.append(index)  # the finishing stage says whether it was made again
         else:
@@ -525,7 +491,7 @@ def cmd_remove_ray(
                 raise ModelError(outcome.reason)
             elif outcome.state == STOPPED:
                 failures.append((job.source, outcome.reason))
-                _err(f"bgremover: failed: {outcome.reason}")
+                err(failure_line(job.source, outcome.reason))
                 stopped = outcome.reason
                 break
             else:
@@ -534,13 +500,13 @@ def cmd_remove_ray(
         if started_here and ray is not None:
             ray.shutdown()  # stops the workers: what they were writing stays a temp file
             remove_stale_temp_files(jobs)  # ...which no run holds now: delete them
-    failed = len(failures) + len(problems)
-    counts = counts_words(done, redone, skipped, failed, "already done")
-    where = written_place(jobs, Path(args.output))  # only a file or folder that exists
-    summary = f"bgremover: {counts} in {time.monotonic() - start:.1f} s"
-    summary += f" -> {where}" if where is not None else ""
-    if stopped:
-        summary += f"\nbgremover: stopped early: {stopped}"
-    note = guard_summary(guarded, CLI_HINT)
-    _err(summary + (f"\nbgremover: {note}" if note else ""))
-    return 1 if failed else 0
+    return report_summary(
+        done=done,
+        redone=redone,
+        skipped=skipped,
+        failed=len(failures) + len(problems),
+        seconds=time.monotonic() - start,
+        where=written_place(jobs, Path(args.output)),  # only a file or folder that exists
+        stopped=stopped,
+        guarded=guarded,
+    )

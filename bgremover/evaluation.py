@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .batch_report import err as _err
 from .comparison import MATERIAL_IOU, compare, is_precision_pair, parse_side
 from .errors import BgRemoverError, UsageError
 from .imaging import from_array, read_image
@@ -25,11 +26,6 @@ from .report import comparison_sheet
 from .session import CPU, SessionPool, available_providers, runtime_conflict
 
 K = TypeVar("K", bound=Hashable)
-
-
-def _err(message: str) -> None:
-    if sys.stderr is not None:
-        print(message, file=sys.stderr)
 
 
 def infer_times(

@@ -71,11 +71,11 @@ stops it listening at once).
 The package, one module per job: :mod:`.config` (settings, limits, the key rule),
 :mod:`.api_error` (remove.bg's errors), :mod:`.params` (remove.bg's parameters as
 export options), :mod:`.multipart` (the body's forms), :mod:`.pool` (the engine's
-threads and the pixel budget), :mod:`.prometheus` (``/metrics``), :mod:`.app` (the
-endpoints) and :mod:`.command` (``bgremover serve``). Nothing here imports FastAPI or
-uvicorn until the server starts, so the names below import without the ``serve`` extra;
-only :mod:`.config` is imported with the package (the command line reads its defaults
-while building its parser), the other modules when one of their names is first used.
+threads), :mod:`.prometheus` (``/metrics``), :mod:`.app` (the endpoints) and
+:mod:`.command` (``bgremover serve``). Nothing here imports FastAPI or uvicorn until the
+server starts, so the names below import without the ``serve`` extra; only
+:mod:`.config` is imported with the package (the command line reads its defaults while
+building its parser), the other modules when one of their names is first used.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -109,7 +109,7 @@ if TYPE_CHECKING:
         options_for,
         roi_box,
     )
-    from .pool import Engine, Output, PixelBudget, Request, foreground_box
+    from .pool import Engine, Output, Request, foreground_box
     from .prometheus import HISTOGRAM_BUCKETS, Metrics, rss_bytes
 
 #: The module of each name exported lazily (numpy, asyncio and the engine load with them).
@@ -137,7 +137,7 @@ _LAZY = {
         ),
         "params",
     ),
-    **dict.fromkeys(("Engine", "Output", "PixelBudget", "Request", "foreground_box"), "pool"),
+    **dict.fromkeys(("Engine", "Output", "Request", "foreground_box"), "pool"),
     **dict.fromkeys(("HISTOGRAM_BUCKETS", "Metrics", "rss_bytes"), "prometheus"),
 }
 
@@ -172,7 +172,6 @@ __all__ = [
     "Engine",
     "Metrics",
     "Output",
-    "PixelBudget",
     "Request",
     "Settings",
     "State",

@@ -26,7 +26,8 @@ def cmd_serve(args: Any) -> int:
             f"bgremover serve needs FastAPI and uvicorn, which are not installed ({exc}).",
             fix="Install them with: pip install 'bgremover[serve]'",
         ) from None
-    from ..batch import DEFAULT_PIXELS_IN_FLIGHT, default_finishers
+    from ..batch import default_finishers
+    from ..budget import DEFAULT_PIXELS_IN_FLIGHT
     from ..imaging import MAX_MEGAPIXELS_ENV, default_max_megapixels
     from ..pipeline import EngineConfig, Remover
 

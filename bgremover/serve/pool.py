@@ -1,18 +1,20 @@
 """The engine's side: the shared Remover, its worker threads, the admission count and the
-pixel budget; one request's image read, cut out, composed and encoded off the event loop."""
+batch's pixel budget (:mod:`~bgremover.budget`); one request's image read, cut out,
+composed and encoded off the event loop."""
 
 import contextlib
 import io
 import math
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..budget import PixelBudget
 from ..errors import ImageReadError
 from .api_error import ApiError
 from .multipart import body_params
@@ -48,28 +50,6 @@ def foreground_box(
     x0, y0 = max(0, math.floor(left)), max(0, math.floor(top))
     x1, y1 = min(width, math.ceil(right)), min(height, math.ceil(bottom))
     return x0, y0, max(0, x1 - x0), max(0, y1 - y0)
-
-
-class PixelBudget:
-    """Admits images while the pixels being worked on stay under a limit (one at least)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.used = 0
-        self.cond = threading.Condition()
-
-    @contextlib.contextmanager
-    def hold(self, pixels: int) -> Iterator[None]:
-        with self.cond:
-            while self.used and self.used + pixels > self.limit:
-                self.cond.wait()
-            self.used += pixels
-        try:
-            yield
-        finally:
-            with self.cond:
-                self.used -= pixels
-                self.cond.notify_all()
 
 
 @dataclass
