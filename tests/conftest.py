@@ -3,7 +3,10 @@ photos, a loopback model server, and a model cache of the test session's own."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
+import gc
 import http.server
 import os
 import shutil
@@ -30,6 +33,56 @@ os.environ["BGREMOVER_HOME"] = str(_HOME)
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HOME, ignore_errors=True)
+
+
+#: This process's resident memory after the last clean-up (see pytest_runtest_teardown).
+_RSS_AFTER_CLEANUP = [0]
+#: Growth in a test that calls for a clean-up after it.
+_RSS_GROWTH = 150 * 2**20
+
+
+def _rss() -> int:
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return 0
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """What a test or a module held is handed back when it ends, not when the suite does.
+
+    Widgets: pytest-qt closes them and asks Qt to delete them later (``deleteLater``), but
+    only an event loop deletes them, and ``processEvents`` does not; with the reference
+    cycles between a window and its controllers, each MainWindow (its photos, results and
+    model sessions, about 270 MB) stayed for the rest of the session. After pytest-qt's
+    teardown, the deletions asked for are carried out.
+
+    Then, after a test that showed widgets or grew this process by more than 150 MB, and
+    at the end of each module (its module-scoped fixtures, such as servers and Removers,
+    are finished by then): reference cycles are collected and the freed heap is handed
+    back to the system, which glibc otherwise keeps (a GB after a 1024 px model), so that
+    the suite's peak is one test's, not the sum of what the tests before it left behind.
+    """
+    had_widgets = bool(getattr(item, "qt_widgets", None))
+    yield
+    if had_widgets and "PySide6" in sys.modules:
+        from PySide6.QtCore import QCoreApplication, QEvent
+
+        if QCoreApplication.instance() is not None:
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+            gc.collect()
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    module_ends = nextitem is None or getattr(nextitem, "module", None) is not getattr(
+        item, "module", None
+    )
+    if had_widgets or module_ends or _rss() - _RSS_AFTER_CLEANUP[0] > _RSS_GROWTH:
+        gc.collect()
+        if sys.platform.startswith("linux"):
+            with contextlib.suppress(OSError, AttributeError):
+                ctypes.CDLL("libc.so.6").malloc_trim(0)
+        _RSS_AFTER_CLEANUP[0] = _rss()
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,7 +198,10 @@ class ModelServer:
         handler = functools.partial(Handler, directory=str(root))
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # A short poll: shutdown() waits for the serving loop to look, by default every 0.5 s.
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
 
     def close(self) -> None:
@@ -207,19 +263,150 @@ def rgb_gradient() -> np.ndarray:
     return img.astype(np.uint8)
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, check: bool = False):
-    """Run `python -m bgremover ARGS` in a subprocess; returns CompletedProcess."""
-    full_env = {**os.environ, **(env or {})}
+def _cli_env(env: dict[str, str] | None, home: Path | None) -> dict[str, str]:
+    return {**(env or {}), **({"BGREMOVER_HOME": str(home)} if home is not None else {})}
+
+
+def _checked(proc: subprocess.CompletedProcess[str], check: bool):
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def run_cli(
+    *args: str,
+    env: dict[str, str] | None = None,
+    check: bool = False,
+    home: Path | None = None,
+    timeout: float = 600,
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m bgremover ARGS` in a subprocess; returns CompletedProcess.
+
+    For tests whose point is the process: what a fresh interpreter imports or sends,
+    signals and kills, a run another process watches. Elsewhere :func:`cli` gives the
+    same result without starting Python again. ``env`` is added to this process's
+    environment; ``home`` is the model cache (``BGREMOVER_HOME``).
+    """
     proc = subprocess.run(
         [sys.executable, "-m", "bgremover", *args],
         capture_output=True,
         text=True,
-        env=full_env,
-        timeout=600,
+        env={**os.environ, **_cli_env(env, home)},
+        timeout=timeout,
     )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
+    return _checked(proc, check)
+
+
+def cli(
+    *args: str,
+    env: dict[str, str] | None = None,
+    check: bool = False,
+    home: Path | None = None,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`bgremover ARGS` run in this process: ``bgremover.cli.main(ARGS)``, its exit status,
+    stdout and stderr returned as :func:`run_cli` returns them.
+
+    For tests of what the command says, writes and exits with, where the process boundary
+    is not what is checked. What a fresh process would start with, the call gets, and
+    what the command changes in this process is put back afterwards, so that calls do not
+    leak into each other or into the test: the environment (``env`` and ``home`` added for
+    the call only), the working directory, ``sys.argv`` and the standard streams, the root
+    logger's handlers and level (``logging.basicConfig`` acts as in a fresh process, on
+    this call's stderr), every logger's level, handlers writing to stderr (they write to
+    this call's), the warnings filters (Python's defaults, shown on this call's stderr),
+    the signal handlers and the model registry. Output written by C code to the file
+    descriptors themselves is not captured (use :func:`run_cli` for that). An exception
+    that escapes ``main`` is raised here (in a subprocess it would be a traceback on
+    stderr and exit status 1).
+    """
+    import io
+    import logging
+    import signal
+    import warnings
+
+    from bgremover import cli as cli_module
+    from bgremover import models
+
+    def stream(text: str = "") -> io.TextIOWrapper:
+        return io.TextIOWrapper(io.BytesIO(text.encode()), encoding="utf-8", write_through=True)
+
+    out, err, stdin = stream(), stream(), stream(input or "")
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    root = logging.getLogger()
+    saved_root_handlers = root.handlers[:]
+    loggers = [root, *(lg for lg in logging.root.manager.loggerDict.values()
+                       if isinstance(lg, logging.Logger))]  # fmt: skip
+    saved_levels = {lg: lg.level for lg in loggers}
+    old_stderrs = {id(sys.stderr), id(sys.__stderr__)}
+    to_stderr = [
+        h
+        for lg in loggers
+        for h in lg.handlers
+        if isinstance(h, logging.StreamHandler)
+        and not isinstance(h, logging.FileHandler)
+        and id(h.stream) in old_stderrs
+    ]
+    saved_handler_streams = {h: h.stream for h in to_stderr}
+    signals = [s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if s is not None]
+    saved_signals = {s: signal.getsignal(s) for s in signals}
+    saved_registry = dict(models.REGISTRY)
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        err.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    try:
+        os.environ.update(_cli_env(env, home))
+        sys.argv = ["bgremover", *args]
+        sys.stdin, sys.stdout, sys.stderr = stdin, out, err
+        root.handlers = []
+        for handler in to_stderr:
+            handler.setStream(err)
+        with warnings.catch_warnings():
+            warnings.resetwarnings()
+            for action, category in (
+                ("ignore", DeprecationWarning),
+                ("ignore", PendingDeprecationWarning),
+                ("ignore", ImportWarning),
+                ("ignore", ResourceWarning),
+            ):
+                warnings.simplefilter(action, category)
+            warnings.showwarning = show
+            try:
+                code = cli_module.main(list(args))
+            except SystemExit as exc:  # argparse: --help, a usage error
+                if isinstance(exc.code, str):
+                    err.write(exc.code + "\n")
+                    code = 1
+                else:
+                    code = exc.code or 0
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        root.handlers = saved_root_handlers
+        for logger, level in saved_levels.items():
+            logger.setLevel(level)
+        for handler, old in saved_handler_streams.items():
+            handler.setStream(old)
+        for lg in logging.root.manager.loggerDict.values():  # handlers made during the call
+            for h in getattr(lg, "handlers", []):
+                if isinstance(h, logging.StreamHandler) and h.stream in (out, err):
+                    h.setStream(saved_streams[2])
+        for s, handler in saved_signals.items():
+            signal.signal(s, handler)
+        models.REGISTRY.clear()
+        models.REGISTRY.update(saved_registry)
+
+    def text(captured: io.TextIOWrapper) -> str:  # newlines read as subprocess's text=True does
+        captured.flush()
+        return io.TextIOWrapper(io.BytesIO(captured.buffer.getvalue()), encoding="utf-8").read()
+
+    proc = subprocess.CompletedProcess(["bgremover", *args], code, text(out), text(err))
+    return _checked(proc, check)
 
 
 def offline_env(tmp_path: Path) -> dict[str, str]:

@@ -1,18 +1,17 @@
-"""The command line, run as a user runs it: in a subprocess."""
+"""The command line, as a user runs it: its words, exit statuses and files (through
+``conftest.cli``, in this process; in a subprocess where a fresh interpreter is the point)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import DATA, SAMPLE, offline_env, run_cli
+from conftest import DATA, SAMPLE, cli, offline_env, run_cli
 
 
 def test_version_is_fast_and_light() -> None:
@@ -22,13 +21,12 @@ def test_version_is_fast_and_light() -> None:
 
 def test_no_command_prints_help() -> None:
     """`bgremover` alone prints help (`python -m bgremover` alone opens the app instead)."""
-    code = "import sys; from bgremover.cli import main; sys.exit(main([]))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    proc = cli()
     assert proc.returncode == 2 and "remove" in proc.stdout
 
 
 def test_models_list_json(tmp_path: Path) -> None:
-    proc = run_cli("models", "list", "--json", env={"BGREMOVER_HOME": str(tmp_path)}, check=True)
+    proc = cli("models", "list", "--json", env={"BGREMOVER_HOME": str(tmp_path)}, check=True)
     data = json.loads(proc.stdout)
     assert data["cache"] == str(tmp_path / "models")
     names = [m["name"] for m in data["models"]]
@@ -38,13 +36,13 @@ def test_models_list_json(tmp_path: Path) -> None:
 
 
 def test_unknown_model_exit_2(tmp_path: Path) -> None:
-    proc = run_cli("remove", str(SAMPLE), "-o", str(tmp_path), "--model", "nosuch")
+    proc = cli("remove", str(SAMPLE), "-o", str(tmp_path), "--model", "nosuch")
     assert proc.returncode == 2
     assert "Unknown model 'nosuch'" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_bad_colour_exit_2(tmp_path: Path) -> None:
-    proc = run_cli("remove", str(SAMPLE), "-o", str(tmp_path), "-b", "mauve-ish")
+    proc = cli("remove", str(SAMPLE), "-o", str(tmp_path), "-b", "mauve-ish")
     assert proc.returncode == 2 and "Not a colour" in proc.stderr
 
 
@@ -57,7 +55,7 @@ def test_model_unavailable_offline(tmp_path: Path) -> None:
         "PIP_NO_INDEX": "1",
         "PIP_FIND_LINKS": "",
     }
-    proc = run_cli("remove", str(SAMPLE), "-o", str(tmp_path / "out"), env=offline)
+    proc = cli("remove", str(SAMPLE), "-o", str(tmp_path / "out"), env=offline)
     assert proc.returncode == 2, proc.stderr
     err = proc.stderr
     assert "Could not obtain model 'u2netp'" in err
@@ -68,7 +66,7 @@ def test_model_unavailable_offline(tmp_path: Path) -> None:
 
 def test_local_model_path(tmp_path: Path, tiny_model: Path) -> None:
     out = tmp_path / "cut.png"
-    run_cli("remove", str(SAMPLE), "-o", str(out), "--model", str(tiny_model), check=True)
+    cli("remove", str(SAMPLE), "-o", str(out), "--model", str(tiny_model), check=True)
     assert Image.open(out).size == (512, 600)
 
 
@@ -81,7 +79,7 @@ def test_folder_mirrored_resume_and_failures(tmp_path: Path, u2netp_path: Path) 
     (src / "nested" / "fake.jpg").write_text("I am text")
     out = tmp_path / "out"
 
-    proc = run_cli("remove", str(src), "-o", str(out))
+    proc = cli("remove", str(src), "-o", str(out))
     assert proc.returncode == 1, proc.stderr
     assert "fake.jpg" in proc.stderr and "not an image" in proc.stderr
     assert "2 written" in proc.stderr and "1 failed" in proc.stderr
@@ -92,23 +90,23 @@ def test_folder_mirrored_resume_and_failures(tmp_path: Path, u2netp_path: Path) 
 
     before = (out / "hopper.png").stat().st_mtime_ns
     (src / "nested" / "fake.jpg").unlink()
-    proc = run_cli("remove", str(src), "-o", str(out))
+    proc = cli("remove", str(src), "-o", str(out))
     assert proc.returncode == 0 and "2 already done" in proc.stderr
     assert (out / "hopper.png").stat().st_mtime_ns == before
 
-    proc = run_cli("remove", str(src), "-o", str(out), "--overwrite")
+    proc = cli("remove", str(src), "-o", str(out), "--overwrite")
     assert proc.returncode == 0 and "2 written" in proc.stderr
 
 
 @pytest.mark.model
 def test_mask_background_and_webp(tmp_path: Path, u2netp_path: Path) -> None:
-    run_cli("remove", str(SAMPLE), "-o", str(tmp_path / "m.png"), "--mask-only", check=True)
+    cli("remove", str(SAMPLE), "-o", str(tmp_path / "m.png"), "--mask-only", check=True)
     mask = Image.open(tmp_path / "m.png")
     assert mask.mode == "L"
-    run_cli("remove", str(SAMPLE), "-o", str(tmp_path / "w.webp"), "-b", "#00ff00", check=True)
+    cli("remove", str(SAMPLE), "-o", str(tmp_path / "w.webp"), "-b", "#00ff00", check=True)
     green = np.asarray(Image.open(tmp_path / "w.webp").convert("RGB")).astype(int)
     assert abs(green[5, 5] - [0, 255, 0]).max() < 12  # background corner is now green
-    run_cli("remove", str(SAMPLE), "-o", str(tmp_path / "d"), "-f", "webp", check=True)
+    cli("remove", str(SAMPLE), "-o", str(tmp_path / "d"), "-f", "webp", check=True)
     assert Image.open(tmp_path / "d" / "sample.webp").mode == "RGBA"
 
 
@@ -118,7 +116,7 @@ def test_cuda_request_falls_back_with_reason(tmp_path: Path, u2netp_path: Path) 
 
     if "CUDAExecutionProvider" in available_providers():
         pytest.skip("this machine really has CUDA")
-    proc = run_cli("remove", str(SAMPLE), "-o", str(tmp_path), "--providers", "cuda", check=True)
+    proc = cli("remove", str(SAMPLE), "-o", str(tmp_path), "--providers", "cuda", check=True)
     assert "CUDAExecutionProvider: not offered" in proc.stderr
 
 
@@ -137,7 +135,7 @@ def test_progress_is_silent_without_stderr(monkeypatch: pytest.MonkeyPatch) -> N
 def test_nothing_could_run_exits_2(tmp_path: Path) -> None:
     """Every input missing, or no image in the folder: exit 2, as the README says."""
     env = offline_env(tmp_path)
-    proc = run_cli(
+    proc = cli(
         "remove", str(tmp_path / "a.jpg"), str(tmp_path / "b"), "-o", str(tmp_path / "o"), env=env
     )
     assert proc.returncode == 2, proc.stderr
@@ -146,7 +144,7 @@ def test_nothing_could_run_exits_2(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "notes.txt").write_text("not a photo")
-    proc = run_cli("remove", str(empty), "-o", str(tmp_path / "out"), env=env)
+    proc = cli("remove", str(empty), "-o", str(tmp_path / "out"), env=env)
     assert proc.returncode == 2, proc.stderr
     assert f"no images found in {empty}" in proc.stderr and ".jpg" in proc.stderr
     assert "Could not obtain model" not in proc.stderr
@@ -155,7 +153,7 @@ def test_nothing_could_run_exits_2(tmp_path: Path) -> None:
 @pytest.mark.model
 def test_some_inputs_missing_exits_1(tmp_path: Path, u2netp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = run_cli("remove", str(SAMPLE), str(tmp_path / "gone.jpg"), "-o", str(out))
+    proc = cli("remove", str(SAMPLE), str(tmp_path / "gone.jpg"), "-o", str(out))
     assert proc.returncode == 1, proc.stderr
     assert "1 written" in proc.stderr and "1 failed" in proc.stderr
     assert (out / "sample.png").is_file()
@@ -163,11 +161,11 @@ def test_some_inputs_missing_exits_1(tmp_path: Path, u2netp_path: Path) -> None:
 
 def test_exit_codes_and_output_rules_in_help() -> None:
     for args in (["--help"], ["remove", "--help"], ["compare", "--help"]):
-        text = run_cli(*args, check=True).stdout
+        text = cli(*args, check=True).stdout
         assert "exit status:" in text
         for code in ("0 ", "1 ", "2 ", "130 "):
             assert f"\n  {code}" in text, (args, code)
-    text = run_cli("remove", "--help", check=True).stdout
+    text = cli("remove", "--help", check=True).stdout
     assert "a name without an extension, is a folder" in text
     assert "a name with an extension is the output file, for a single input file only" in text
     assert "end the name with / for a new folder" in text
@@ -178,11 +176,11 @@ def test_quiet_and_verbose_before_and_after_the_command(tmp_path: Path, u2netp_p
     """`-v` works in both places, and the command's own default does not undo the first."""
     info = "INFO bgremover: Model u2netp on CPUExecutionProvider"
     for args in (["-v", "remove", str(SAMPLE)], ["remove", str(SAMPLE), "-v"]):
-        proc = run_cli(*args, "-o", str(tmp_path / "out"), "--overwrite", check=True)
+        proc = cli(*args, "-o", str(tmp_path / "out"), "--overwrite", check=True)
         assert info in proc.stderr, args
-    proc = run_cli("remove", str(SAMPLE), "-o", str(tmp_path / "out"), "--overwrite", check=True)
+    proc = cli("remove", str(SAMPLE), "-o", str(tmp_path / "out"), "--overwrite", check=True)
     assert info not in proc.stderr
-    proc = run_cli("remove", "-q", str(SAMPLE), "-o", str(tmp_path / "q"), "-v", check=True)
+    proc = cli("remove", "-q", str(SAMPLE), "-o", str(tmp_path / "q"), "-v", check=True)
     assert info in proc.stderr and (tmp_path / "q" / "sample.png").is_file()
 
 
@@ -195,7 +193,7 @@ def test_compare_and_bench_options_all_have_help() -> None:
         sub = commands.choices[name]
         for action in sub._actions:
             assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)
-    text = run_cli("compare", "--help", check=True).stdout
+    text = cli("compare", "--help", check=True).stdout
     assert "--heat-scale {1,0.5,0.25,0.1,0.05}" in text and "full colour" in text
 
 
@@ -203,12 +201,12 @@ def test_compare_and_bench_options_all_have_help() -> None:
 def test_models_list_int8_row_shows_its_own_size(u2netp_int8_path: Path) -> None:
     """The int8 row's size and description are the int8 file's, not the fp32 model's."""
     size = f"{u2netp_int8_path.stat().st_size / 1e6:.1f} MB"
-    lines = run_cli("models", "list", check=True).stdout.splitlines()
+    lines = cli("models", "list", check=True).stdout.splitlines()
     int8_rows = [line for line in lines if line.split()[:3] == ["u2netp", "u2net", "int8"]]
     assert int8_rows, lines
     for row in int8_rows:
         assert size in row and "4.6 MB" not in row, row
-    data = json.loads(run_cli("models", "list", "--json", check=True).stdout)
+    data = json.loads(cli("models", "list", "--json", check=True).stdout)
     record = next(m for m in data["models"] if m["path"] == str(u2netp_int8_path))
     assert record["bytes"] == u2netp_int8_path.stat().st_size
     assert record["filename"] == u2netp_int8_path.name and record["md5"] is None

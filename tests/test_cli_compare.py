@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import DATA, SAMPLE, offline_env, run_cli
+from conftest import DATA, SAMPLE, cli, offline_env
 
 
 @pytest.mark.model
@@ -19,7 +19,7 @@ def test_compare_says_what_it_does_and_where_the_sheets_went(
     """stderr is a pipe here, not a terminal: a line per image, then where it went."""
     cat = DATA / "skimage_chelsea.png"
     out = tmp_path / "report"
-    proc = run_cli("compare", str(SAMPLE), str(cat), "-o", str(out), "--heat-scale", "0.1")
+    proc = cli("compare", str(SAMPLE), str(cat), "-o", str(out), "--heat-scale", "0.1")
     assert proc.returncode == 0, proc.stderr
     assert "bgremover: comparing sample.jpg (1/2)..." in proc.stderr
     assert "bgremover: comparing skimage_chelsea.png (2/2)..." in proc.stderr
@@ -32,16 +32,16 @@ def test_compare_says_what_it_does_and_where_the_sheets_went(
     width, height = Image.open(out / "sample.png").size
     assert width >= 4 * 437 and height >= 512 + 100
 
-    quiet = run_cli("compare", str(SAMPLE), "-o", str(tmp_path / "q"), "-q")
+    quiet = cli("compare", str(SAMPLE), "-o", str(tmp_path / "q"), "-q")
     assert quiet.returncode == 0 and "comparing" not in quiet.stderr
     assert (tmp_path / "q" / "sample.png").is_file()
 
 
 def test_compare_refuses_outputs_it_cannot_write(tmp_path: Path) -> None:
     env = {"BGREMOVER_HOME": str(tmp_path / "empty-home"), "HTTPS_PROXY": "http://127.0.0.1:9"}
-    proc = run_cli("compare", str(SAMPLE), "-o", str(tmp_path / "r.webp"), env=env)
+    proc = cli("compare", str(SAMPLE), "-o", str(tmp_path / "r.webp"), env=env)
     assert proc.returncode == 2 and "compare writes its sheets as PNG" in proc.stderr
-    proc = run_cli("compare", str(tmp_path / "gone.jpg"), "-o", str(tmp_path / "r"), env=env)
+    proc = cli("compare", str(tmp_path / "gone.jpg"), "-o", str(tmp_path / "r"), env=env)
     assert proc.returncode == 2 and "nothing could run" in proc.stderr
     assert "Could not obtain model" not in proc.stderr
 
@@ -94,7 +94,7 @@ def test_compare_any_two_sides_names_both_in_the_json(
 ) -> None:
     """The default pair is fp32 | int8 of --model (its JSON keys kept); --b PATH compares
     u2netp with another model, and the JSON says which side is which."""
-    default = run_cli("compare", str(SAMPLE), "-o", str(tmp_path / "default"), "-q")
+    default = cli("compare", str(SAMPLE), "-o", str(tmp_path / "default"), "-q")
     assert default.returncode == 0, default.stderr
     m = json.loads((tmp_path / "default" / "sample.json").read_text())
     assert (m["a"]["label"], m["b"]["label"]) == ("u2netp fp32", "u2netp int8")
@@ -104,9 +104,7 @@ def test_compare_any_two_sides_names_both_in_the_json(
     assert "B (u2netp int8)" in default.stdout and "A (u2netp fp32)" in default.stdout
 
     out = tmp_path / "models"
-    proc = run_cli(
-        "compare", str(SAMPLE), "-o", str(out), "--a", "u2netp:fp32", "--b", str(tiny_model)
-    )
+    proc = cli("compare", str(SAMPLE), "-o", str(out), "--a", "u2netp:fp32", "--b", str(tiny_model))
     assert proc.returncode == 0, proc.stderr
     m = json.loads((out / "sample.json").read_text())
     assert m["a"] == {**m["a"], "label": "u2netp fp32", "model": "u2netp", "precision": "fp32"}
@@ -127,6 +125,6 @@ def test_compare_refuses_a_bad_pair_before_any_model_is_looked_for(tmp_path: Pat
         (["--b", "no-such-model"], "Unknown model 'no-such-model'"),
         (["--b", "u2net_cloth_seg:int8"], "int8 is not offered for u2net_cloth_seg"),
     ):
-        proc = run_cli("compare", str(SAMPLE), "-o", str(tmp_path / "r"), *sides, env=env)
+        proc = cli("compare", str(SAMPLE), "-o", str(tmp_path / "r"), *sides, env=env)
         assert proc.returncode == 2 and says in proc.stderr, (sides, proc.stderr)
         assert "Could not obtain model" not in proc.stderr

@@ -10,7 +10,7 @@ from PIL import Image
 from bgremover.edit import Editor, Edits, Operation
 from bgremover.imaging import read_image
 
-from conftest import DATA, run_cli
+from conftest import DATA, cli
 
 PHOTO = DATA / "skimage_chelsea.png"
 
@@ -32,14 +32,14 @@ def made_edits(remover, tmp_path: Path) -> tuple[Path, np.ndarray]:
 def test_edits_replay_in_the_cli_exactly(u2netp_remover, tmp_path: Path) -> None:
     edits, expected = made_edits(u2netp_remover, tmp_path)
     out = tmp_path / "cut.png"
-    proc = run_cli("remove", str(PHOTO), "-o", str(out), "--edits", str(edits), "-q")
+    proc = cli("remove", str(PHOTO), "-o", str(out), "--edits", str(edits), "-q")
     assert proc.returncode == 0, proc.stderr
     alpha = np.asarray(Image.open(out).getchannel("A"))
     assert np.array_equal(alpha, expected)
     # The mask written alone is the same edited mask.
     mask_out = tmp_path / "mask.png"
-    proc = run_cli("remove", str(PHOTO), "-o", str(mask_out), "--edits", str(edits),
-                   "--mask-only", "-q")  # fmt: skip
+    proc = cli("remove", str(PHOTO), "-o", str(mask_out), "--edits", str(edits),
+               "--mask-only", "-q")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert np.array_equal(np.asarray(Image.open(mask_out)), expected)
 
@@ -53,7 +53,7 @@ def test_edits_made_at_preview_size_apply_at_full_size(u2netp_remover, tmp_path:
     path = tmp_path / "half.edits.json"
     path.write_text(edits.to_json(), encoding="utf-8")
     out = tmp_path / "cut.png"
-    proc = run_cli("remove", str(PHOTO), "-o", str(out), "--edits", str(path), "-q")
+    proc = cli("remove", str(PHOTO), "-o", str(out), "--edits", str(path), "-q")
     assert proc.returncode == 0, proc.stderr
     alpha = np.asarray(Image.open(out).getchannel("A"))
     yy, xx = np.mgrid[0:h, 0:w]
@@ -64,7 +64,7 @@ def test_edits_made_at_preview_size_apply_at_full_size(u2netp_remover, tmp_path:
 def test_edits_for_several_inputs_are_refused_before_anything_runs(tmp_path: Path) -> None:
     path = tmp_path / "e.json"
     path.write_text(Edits((10, 10)).to_json(), encoding="utf-8")
-    proc = run_cli("remove", str(DATA), "-o", str(tmp_path / "out"), "--edits", str(path))
+    proc = cli("remove", str(DATA), "-o", str(tmp_path / "out"), "--edits", str(path))
     assert proc.returncode == 2
     assert "--edits applies to one image" in proc.stderr
     assert "bgremover remove PHOTO -o OUTPUT --edits FILE" in proc.stderr
@@ -75,10 +75,10 @@ def test_an_unreadable_edits_file_says_so(tmp_path: Path) -> None:
     path = tmp_path / "e.json"
     path.write_text('{"format": "something else"}', encoding="utf-8")
     out = tmp_path / "cut.png"
-    proc = run_cli("remove", str(PHOTO), "-o", str(out), "--edits", str(path))
+    proc = cli("remove", str(PHOTO), "-o", str(out), "--edits", str(path))
     assert proc.returncode == 2
     assert "not a bgremover edits file" in proc.stderr
-    missing = run_cli("remove", str(PHOTO), "-o", str(out), "--edits", str(tmp_path / "no"))
+    missing = cli("remove", str(PHOTO), "-o", str(out), "--edits", str(tmp_path / "no"))
     assert missing.returncode == 2
     assert "Could not read the edits file" in missing.stderr
     assert not out.exists()
@@ -89,7 +89,7 @@ def test_edits_of_another_photo_fail_that_image_clearly(tmp_path: Path) -> None:
     edits = Edits((100, 400), (Operation.stroke("erase", [(5, 5)], 3),))
     path.write_text(edits.to_json(), encoding="utf-8")
     out = tmp_path / "cut.png"
-    proc = run_cli("remove", str(PHOTO), "-o", str(out), "--edits", str(path))
+    proc = cli("remove", str(PHOTO), "-o", str(out), "--edits", str(path))
     assert proc.returncode == 1
     assert "another shape" in proc.stderr and "photo it was made on" in proc.stderr
     assert not out.exists()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import DATA, SAMPLE, offline_env, run_cli
+from conftest import DATA, SAMPLE, cli, offline_env
 
 PHOTOS = sorted(p for p in DATA.iterdir() if p.suffix in (".jpg", ".png"))
 
@@ -32,7 +32,7 @@ def test_product_preset_writes_square_jpegs_with_the_subject_inside_the_margin(
 
     photos = _photos(tmp_path / "in")
     out = tmp_path / "out"
-    proc = run_cli("remove", str(photos), "-o", str(out), "--preset", "product-white-square")
+    proc = cli("remove", str(photos), "-o", str(out), "--preset", "product-white-square")
     assert proc.returncode == 0, proc.stderr
     written = sorted(out.iterdir())
     assert [p.name for p in written] == [p.stem + ".jpg" for p in PHOTOS]
@@ -60,7 +60,7 @@ def test_blur_crop_shadow_and_an_options_override_of_a_preset(
 ) -> None:
     photo = DATA / "skimage_coffee.png"
     blurred = tmp_path / "blur.jpg"
-    run_cli(
+    cli(
         "remove", str(photo), "-o", str(blurred),
         "--background", "blur", "--crop", "5%", "--shadow", check=True,
     )  # fmt: skip
@@ -68,7 +68,7 @@ def test_blur_crop_shadow_and_an_options_override_of_a_preset(
         assert img.mode == "RGB" and img.width < src.width  # cropped to the cup
     # A preset with one option changed: the web preset, as PNG and smaller.
     small = tmp_path / "small"
-    run_cli(
+    cli(
         "remove", str(photo), "-o", str(small), "--preset", "web", "--max-size", "200",
         "--format", "png", check=True,
     )  # fmt: skip
@@ -81,7 +81,7 @@ def test_sticker_preset_is_a_cropped_png_with_its_outline(tmp_path: Path, u2netp
     from bgremover.subject import subject_box
 
     out = tmp_path / "sticker.png"
-    run_cli("remove", str(SAMPLE), "-o", str(out), "--preset", "sticker", check=True)
+    cli("remove", str(SAMPLE), "-o", str(out), "--preset", "sticker", check=True)
     rgba = np.asarray(Image.open(out))
     assert rgba.shape[2] == 4
     solid = rgba[..., 3] == 255
@@ -107,11 +107,11 @@ def test_presets_lists_builtins_and_the_users_own(tmp_path: Path) -> None:
         'description = "my shop"\nbackground = "#f4f4f4"\ncanvas = "4:5"\nformat = "jpeg"\n'
     )
     env = {"BGREMOVER_PRESETS": str(folder)}
-    proc = run_cli("presets", env=env, check=True)
+    proc = cli("presets", env=env, check=True)
     for name in ("product-white-square", "sticker", "portrait-blur", "web", "shop"):
         assert name in proc.stdout
     assert "canvas=4:5" in proc.stdout and str(folder) in proc.stdout
-    rows = json.loads(run_cli("presets", "--json", env=env, check=True).stdout)
+    rows = json.loads(cli("presets", "--json", env=env, check=True).stdout)
     shop = next(r for r in rows if r["name"] == "shop")
     assert shop["builtin"] is False and shop["options"]["canvas"] == "4:5"
 
@@ -123,16 +123,16 @@ def test_a_preset_with_a_builtins_name_is_marked_and_removed_to_get_the_builtin_
     folder.mkdir()
     (folder / "portrait-blur.toml").write_text('background = "black"\n')
     env = {"BGREMOVER_PRESETS": str(folder)}
-    listed = run_cli("presets", env=env, check=True).stdout
+    listed = cli("presets", env=env, check=True).stdout
     assert "used instead of the built-in preset" in listed
     assert "bgremover presets --remove portrait-blur" in listed
-    proc = run_cli("presets", "--remove", "portrait-blur", env=env, check=True)
+    proc = cli("presets", "--remove", "portrait-blur", env=env, check=True)
     assert "the built-in preset is used again" in proc.stdout
     assert not (folder / "portrait-blur.toml").exists()
-    rows = json.loads(run_cli("presets", "--json", env=env, check=True).stdout)
+    rows = json.loads(cli("presets", "--json", env=env, check=True).stdout)
     blur = next(r for r in rows if r["name"] == "portrait-blur")
     assert blur["builtin"] is True and blur["options"]["background"] == "blur"
-    refused = run_cli("presets", "--remove", "portrait-blur", env=env)
+    refused = cli("presets", "--remove", "portrait-blur", env=env)
     assert refused.returncode == 2 and "cannot be removed" in refused.stderr
 
 
@@ -142,7 +142,7 @@ def test_a_user_preset_is_used_by_name(tmp_path: Path, u2netp_path: Path) -> Non
     folder.mkdir()
     (folder / "grey.toml").write_text('background = "#808080"\nformat = "jpeg"\nmax_size = 100\n')
     out = tmp_path / "out"
-    run_cli(
+    cli(
         "remove", str(SAMPLE), "-o", str(out), "--preset", "grey",
         env={"BGREMOVER_PRESETS": str(folder)}, check=True,
     )  # fmt: skip
@@ -173,7 +173,7 @@ def test_export_options_are_checked_before_the_model_loads(
     tmp_path: Path, args: list[str], words: str
 ) -> None:
     out = tmp_path / "out"
-    proc = run_cli("remove", str(SAMPLE), "-o", str(out), *args, env=offline_env(tmp_path))
+    proc = cli("remove", str(SAMPLE), "-o", str(out), *args, env=offline_env(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert words in proc.stderr
     assert "Could not obtain model" not in proc.stderr and "Traceback" not in proc.stderr
@@ -184,6 +184,6 @@ def test_a_broken_user_preset_file_is_named(tmp_path: Path) -> None:
     folder = tmp_path / "presets"
     folder.mkdir()
     (folder / "broken.toml").write_text("canvas = \n")
-    proc = run_cli("presets", env={"BGREMOVER_PRESETS": str(folder)})
+    proc = cli("presets", env={"BGREMOVER_PRESETS": str(folder)})
     assert proc.returncode == 2 and "broken.toml" in proc.stderr
     assert "Traceback" not in proc.stderr

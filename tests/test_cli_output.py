@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from conftest import SAMPLE, offline_env, run_cli
+from conftest import SAMPLE, cli, offline_env
 
 
 def _photos(folder: Path, count: int = 3) -> Path:
@@ -20,7 +20,7 @@ def _photos(folder: Path, count: int = 3) -> Path:
 @pytest.mark.model
 def test_single_file_with_file_name_writes_that_file(tmp_path: Path, u2netp_path: Path) -> None:
     out = tmp_path / "cuts" / "hopper.webp"
-    proc = run_cli("remove", str(SAMPLE), "-o", str(out), check=True)
+    proc = cli("remove", str(SAMPLE), "-o", str(out), check=True)
     assert out.is_file() and Image.open(out).format == "WEBP"
     assert "1 written in" in proc.stderr and str(out) in proc.stderr
 
@@ -28,7 +28,7 @@ def test_single_file_with_file_name_writes_that_file(tmp_path: Path, u2netp_path
 @pytest.mark.model
 def test_name_without_extension_is_a_folder(tmp_path: Path, u2netp_path: Path) -> None:
     """`-o noext` with one file: a folder holding <stem>.png, and the summary says where."""
-    proc = run_cli("remove", str(SAMPLE), "-o", str(tmp_path / "noext"), check=True)
+    proc = cli("remove", str(SAMPLE), "-o", str(tmp_path / "noext"), check=True)
     written = tmp_path / "noext" / "sample.png"
     assert (tmp_path / "noext").is_dir() and Image.open(written).mode == "RGBA"
     assert f"-> {written}" in proc.stderr
@@ -36,13 +36,13 @@ def test_name_without_extension_is_a_folder(tmp_path: Path, u2netp_path: Path) -
 
 @pytest.mark.model
 def test_trailing_separator_makes_a_dotted_name_a_folder(tmp_path: Path, u2netp_path: Path) -> None:
-    run_cli("remove", str(SAMPLE), "-o", f"{tmp_path / 'shots.v2'}/", check=True)
+    cli("remove", str(SAMPLE), "-o", f"{tmp_path / 'shots.v2'}/", check=True)
     assert (tmp_path / "shots.v2" / "sample.png").is_file()
 
 
 def test_extension_the_writer_cannot_produce_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "x.gif"
-    proc = run_cli("remove", str(SAMPLE), "-o", str(out), env=offline_env(tmp_path))
+    proc = cli("remove", str(SAMPLE), "-o", str(out), env=offline_env(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert "Cannot write" in proc.stderr and "PNG (.png)" in proc.stderr
     assert "WebP (.webp)" in proc.stderr and "x.png" in proc.stderr
@@ -52,7 +52,7 @@ def test_extension_the_writer_cannot_produce_is_refused(tmp_path: Path) -> None:
 
 def test_a_jpeg_that_would_need_transparency_is_refused_before_the_model(tmp_path: Path) -> None:
     out = tmp_path / "x.jpg"
-    proc = run_cli("remove", str(SAMPLE), "-o", str(out), env=offline_env(tmp_path))
+    proc = cli("remove", str(SAMPLE), "-o", str(out), env=offline_env(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert "JPEG cannot keep transparency" in proc.stderr
     assert "--background white" in proc.stderr
@@ -63,7 +63,7 @@ def test_a_jpeg_that_would_need_transparency_is_refused_before_the_model(tmp_pat
 def test_file_name_for_a_folder_input_is_refused(tmp_path: Path) -> None:
     photos = _photos(tmp_path / "photos")
     out = tmp_path / "x.png"
-    proc = run_cli("remove", str(photos), "-o", str(out), env=offline_env(tmp_path))
+    proc = cli("remove", str(photos), "-o", str(out), env=offline_env(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert f"-o {out} names a file" in proc.stderr
     assert f"the input {photos} is a folder: give an output folder" in proc.stderr
@@ -74,7 +74,7 @@ def test_file_name_for_several_inputs_is_refused(tmp_path: Path) -> None:
     other = tmp_path / "other.jpg"
     Image.open(SAMPLE).save(other)
     out = tmp_path / "x.webp"
-    proc = run_cli("remove", str(SAMPLE), str(other), "-o", str(out), env=offline_env(tmp_path))
+    proc = cli("remove", str(SAMPLE), str(other), "-o", str(out), env=offline_env(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert "there are 2 inputs: give an output folder" in proc.stderr
     assert not out.exists()
@@ -82,7 +82,7 @@ def test_file_name_for_several_inputs_is_refused(tmp_path: Path) -> None:
 
 def test_format_that_disagrees_with_the_extension_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "x.png"
-    proc = run_cli("remove", str(SAMPLE), "-o", str(out), "-f", "webp", env=offline_env(tmp_path))
+    proc = cli("remove", str(SAMPLE), "-o", str(out), "-f", "webp", env=offline_env(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert "-f webp does not match the output name" in proc.stderr and "x.webp" in proc.stderr
     assert not out.exists()
@@ -97,7 +97,7 @@ def test_existing_file_where_a_folder_is_needed_is_refused_up_front(tmp_path: Pa
         (blocker, f"The output {blocker} is an existing file, but a folder is needed"),
         (blocker / "sub", f"{blocker} is a file, not a folder"),
     ):
-        proc = run_cli("remove", str(photos), "-o", str(out), env=offline_env(tmp_path))
+        proc = cli("remove", str(photos), "-o", str(out), env=offline_env(tmp_path))
         assert proc.returncode == 2, proc.stderr
         assert says in proc.stderr
         assert "failed:" not in proc.stderr and "Could not obtain model" not in proc.stderr
@@ -109,7 +109,7 @@ def test_existing_folder_with_a_dotted_name_is_a_folder(tmp_path: Path, u2netp_p
     photos = _photos(tmp_path / "photos", 1)
     out = tmp_path / "cuts.png"
     out.mkdir()
-    run_cli("remove", str(photos), "-o", str(out), check=True)
+    cli("remove", str(photos), "-o", str(out), check=True)
     assert (out / "p0.png").is_file()
 
 

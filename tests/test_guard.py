@@ -13,7 +13,7 @@ from PIL import Image
 from bgremover import Remover
 from bgremover.guard import NEAR, THRESHOLD, GuardCheck, check, doubt, summary
 
-from conftest import DATA, run_cli
+from conftest import DATA, cli
 
 # Measured with u2netp's default int8 recipe: on the cat (skimage_chelsea) a broad part
 # of the blanket sits near 0.5 (doubt 0.039) and int8's mask is at IoU 0.958 against
@@ -99,28 +99,26 @@ def test_the_cli_batch_says_how_many_were_made_in_fp32(
     photos.mkdir()
     for src in (UNSURE, SURE):
         (photos / src.name).write_bytes(src.read_bytes())
-    guarded = run_cli("remove", str(photos), "-o", str(tmp_path / "g"), "-p", "int8", "-v")
+    guarded = cli("remove", str(photos), "-o", str(tmp_path / "g"), "-p", "int8", "-v")
     assert guarded.returncode == 0, guarded.stderr
     assert (
         "bgremover: 1 of 2 images was made in fp32: int8 was unsure of it "
         "(--no-int8-guard keeps int8 for every image)."
     ) in guarded.stderr
     assert f"{photos / UNSURE.name}: int8 was unsure of this photo" in guarded.stderr
-    fp32 = run_cli("remove", str(photos / UNSURE.name), "-o", str(tmp_path / "f.png"))
+    fp32 = cli("remove", str(photos / UNSURE.name), "-o", str(tmp_path / "f.png"))
     assert fp32.returncode == 0, fp32.stderr
     made = np.asarray(Image.open(tmp_path / "g" / UNSURE.name))
     assert np.array_equal(made, np.asarray(Image.open(tmp_path / "f.png")))
 
-    kept = run_cli(
-        "remove", str(photos), "-o", str(tmp_path / "k"), "-p", "int8", "--no-int8-guard"
-    )
+    kept = cli("remove", str(photos), "-o", str(tmp_path / "k"), "-p", "int8", "--no-int8-guard")
     assert kept.returncode == 0, kept.stderr
     assert "made in fp32" not in kept.stderr
     assert "bgremover: int8 was unsure of 1 of 2 images" in kept.stderr
     int8 = np.asarray(Image.open(tmp_path / "k" / UNSURE.name))
     assert not np.array_equal(int8, made)
 
-    plain = run_cli("remove", str(photos), "-o", str(tmp_path / "p"))
+    plain = cli("remove", str(photos), "-o", str(tmp_path / "p"))
     assert plain.returncode == 0 and "int8" not in plain.stderr  # fp32: nothing to say
 
 
@@ -129,7 +127,7 @@ def test_compare_shows_int8_as_it_is_and_says_when_it_changes_a_photo(
     tmp_path: Path, u2netp_int8_path: Path
 ) -> None:
     out = tmp_path / "report"
-    proc = run_cli("compare", str(UNSURE), str(SURE), "-o", str(out))
+    proc = cli("compare", str(UNSURE), str(SURE), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     unsure = json.loads((out / "skimage_chelsea.json").read_text())
     assert unsure["b"]["precision"] == "int8" and unsure["iou"] < 0.98  # int8 itself, unguarded

@@ -24,7 +24,7 @@ from bgremover.edit import Edits, apply_edits
 from bgremover.pipeline import Remover
 from bgremover.refine import refine_alpha
 
-from conftest import DATA, is_job, make_window, row_text, run_cli
+from conftest import DATA, cli, is_job, make_window, row_text
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("isolated_settings")]
 #: The modal dialogs answered as a user would (the fixture of test_gui_first_hour.py).
@@ -229,7 +229,7 @@ def test_save_writes_the_edits_and_exported_edits_reproduce_it(
     assert np.array_equal(apply_edits(edits, result.image.rgb, base, remover.segment), saved)
     # And by the command line itself, from the exported file.
     out = tmp_path / "cli.png"
-    proc = run_cli("remove", str(CAT), "-o", str(out), "--edits", str(tmp_path / "edits.json"))
+    proc = cli("remove", str(CAT), "-o", str(out), "--edits", str(tmp_path / "edits.json"))
     assert proc.returncode == 0, proc.stderr
     assert np.array_equal(np.asarray(Image.open(out))[..., 3], saved)
     # Byte for byte: the same pixels, encoder and record of the photo it was made from.

@@ -22,7 +22,7 @@ from bgremover.atomic import TEMP_SUFFIX
 from bgremover.errors import ImageReadError
 from bgremover.imaging import read_image
 
-from conftest import DATA, SAMPLE, run_cli
+from conftest import DATA, SAMPLE, cli
 
 
 def outputs(folder: Path) -> dict[str, bytes]:
@@ -37,7 +37,7 @@ def test_corpus_batch_reports_every_broken_file_and_keeps_going(
 ) -> None:
     expect = build_corpus(tmp_path / "in")
     out = tmp_path / "out"
-    proc = run_cli("remove", str(tmp_path / "in"), "-o", str(out))
+    proc = cli("remove", str(tmp_path / "in"), "-o", str(out))
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     for name, expectation in expect.items():
@@ -62,11 +62,11 @@ def test_decompression_bomb_limit_is_configurable(tmp_path: Path, tiny_model: Pa
     big.parent.mkdir()
     Image.new("RGB", (3000, 2000), (200, 50, 50)).save(big)  # 6 megapixels
     args = ["remove", str(big.parent), "-o", str(tmp_path / "out"), "--model", str(tiny_model)]
-    refused = run_cli(*args, "--max-megapixels", "5")
+    refused = cli(*args, "--max-megapixels", "5")
     assert refused.returncode == 1
     assert "6 megapixels, over the limit of 5 megapixels" in refused.stderr
     assert "--max-megapixels" in refused.stderr
-    accepted = run_cli(*args, "--max-megapixels", "10")
+    accepted = cli(*args, "--max-megapixels", "10")
     assert accepted.returncode == 0, accepted.stderr
     assert Image.open(tmp_path / "out" / "big.png").size == (3000, 2000)
 
@@ -81,7 +81,7 @@ def test_outputs_never_escape_the_output_folder(tmp_path: Path, tiny_model: Path
     out = tmp_path / "out"
     out.mkdir()
     (out / "sub").symlink_to(outside, target_is_directory=True)  # a trap inside OUT
-    proc = run_cli("remove", str(tmp_path / "in"), "-o", str(out), "--model", str(tiny_model))
+    proc = cli("remove", str(tmp_path / "in"), "-o", str(out), "--model", str(tiny_model))
     assert proc.returncode == 1
     assert "outside" in proc.stderr and "symbolic link" in proc.stderr
     assert not list(outside.iterdir())
@@ -93,7 +93,7 @@ def test_symlink_loops_are_not_followed(tmp_path: Path, tiny_model: Path) -> Non
     src.mkdir()
     _photo().save(src / "a.png")
     (src / "loop").symlink_to(src, target_is_directory=True)
-    proc = run_cli("remove", str(src), "-o", str(tmp_path / "out"), "--model", str(tiny_model))
+    proc = cli("remove", str(src), "-o", str(tmp_path / "out"), "--model", str(tiny_model))
     assert proc.returncode == 0, proc.stderr
     assert [p.name for p in (tmp_path / "out").rglob("*.png")] == ["a.png"]
 
@@ -143,7 +143,7 @@ def test_killed_batches_resume_to_the_same_result(tmp_path: Path, u2netp_path: P
         photo = photos[i % len(photos)]
         shutil.copy(photo, src / f"{i:02d}_{photo.name}")
     reference = tmp_path / "reference"
-    run_cli("remove", str(src), "-o", str(reference), "-q", check=True)
+    cli("remove", str(src), "-o", str(reference), "-q", check=True)
 
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "bgremover", "-v", "remove", str(src), "-o", str(out), "-q"]
@@ -166,7 +166,7 @@ def test_killed_batches_resume_to_the_same_result(tmp_path: Path, u2netp_path: P
                 with Image.open(path) as img:
                     img.load()
     assert kills.count("after an image") >= 2, kills
-    run_cli("remove", str(src), "-o", str(out), "-q", check=True)
+    cli("remove", str(src), "-o", str(out), "-q", check=True)
     assert outputs(out) == outputs(reference)
     assert not list(out.rglob(f"*{TEMP_SUFFIX}"))
 
@@ -201,7 +201,7 @@ def test_unwritable_output_is_a_clear_failure(tmp_path: Path, tiny_model: Path) 
     _photo().save(tmp_path / "a.png")
     blocker = tmp_path / "not_a_folder"
     blocker.write_text("a file where the output folder should be")
-    proc = run_cli(
+    proc = cli(
         "remove", str(tmp_path / "a.png"), "-o", str(blocker / "out"), "--model", str(tiny_model)
     )
     # Refused before any image is processed (not one write error per image).

@@ -16,7 +16,7 @@ from bgremover.atomic import long_path_form, windows_long_path
 from bgremover.errors import UsageError
 from bgremover.plan import name_key, plan_batch, plan_names, safe_name
 
-from conftest import DATA, SAMPLE, run_cli
+from conftest import DATA, SAMPLE, cli
 
 NFC_CAFE = unicodedata.normalize("NFC", "café.png")
 NFD_CAFE = unicodedata.normalize("NFD", "café.png")
@@ -269,7 +269,7 @@ def test_a_folder_of_awkward_names_gives_one_legal_output_each_and_resumes(
     _require_distinct(src, *names)
     out = tmp_path / "out"
 
-    proc = run_cli("remove", str(src), "-o", str(out))
+    proc = cli("remove", str(src), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "8 written" in proc.stderr, proc.stderr
     written = sorted(p for p in out.rglob("*") if p.is_file())
@@ -286,7 +286,7 @@ def test_a_folder_of_awkward_names_gives_one_legal_output_each_and_resumes(
     )
 
     before = {rel: p.stat().st_mtime_ns for rel, p in outputs.items()}
-    proc = run_cli("remove", str(src), "-o", str(out))
+    proc = cli("remove", str(src), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "0 written, 8 already done" in proc.stderr, proc.stderr
     after = {

@@ -25,7 +25,7 @@ from bgremover.quantize import (
     int8_path,
 )
 
-from conftest import SAMPLE, real_photos, run_cli
+from conftest import SAMPLE, cli, real_photos
 
 
 def test_shipped_calibration_set() -> None:
@@ -90,7 +90,7 @@ def test_fidelity_metrics() -> None:
 
 @pytest.mark.model
 def test_compare_command(tmp_path: Path, u2netp_int8_path: Path) -> None:
-    proc = run_cli("compare", str(SAMPLE), "-o", str(tmp_path))
+    proc = cli("compare", str(SAMPLE), "-o", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     sheet = Image.open(tmp_path / "sample.png")
     assert sheet.width > 4 * 300  # input, fp32, int8, heatmap side by side
@@ -103,14 +103,14 @@ def test_compare_command(tmp_path: Path, u2netp_int8_path: Path) -> None:
 
 @pytest.mark.model
 def test_bench_and_models_list_show_int8(u2netp_int8_path: Path) -> None:
-    proc = run_cli("bench", "--runs", "2", "--json")
+    proc = cli("bench", "--runs", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     rows = {(r["provider"], r["precision"]) for r in data["inference"] if "median_ms" in r}
     assert {("CPUExecutionProvider", "fp32"), ("CPUExecutionProvider", "int8")} <= rows
     stages = {"decode", "preprocess", "inference", "postprocess", "refine", "encode"}
     assert set(data["stages"]["fp32"]) == stages
-    listing = json.loads(run_cli("models", "list", "--json", check=True).stdout)
+    listing = json.loads(cli("models", "list", "--json", check=True).stdout)
     int8 = [m for m in listing["models"] if m["precision"] == "int8"]
     assert int8 and int8[0]["name"] == "u2netp" and Path(int8[0]["path"]).is_file()
     assert cached_int8(ModelStore(), REGISTRY["u2netp"])

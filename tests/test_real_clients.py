@@ -33,7 +33,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import DATA, assert_masks_close, run_cli
+from conftest import DATA, assert_masks_close
+from conftest import cli as bgremover_cli
 
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -182,7 +183,8 @@ def server(u2netp_path: Path) -> Iterator[Server]:
 
 
 class Cli:
-    """``python -m bgremover remove PHOTO -o OUT [OPTIONS]``, each once per module."""
+    """``bgremover remove PHOTO -o OUT [OPTIONS]`` (in this process), each once per module:
+    the outputs the clients' answers are compared with."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -192,7 +194,7 @@ class Cli:
         key = (photo, options, ext)
         if key not in self.made:
             out = self.folder / f"cli-{len(self.made)}.{ext}"
-            run_cli(
+            bgremover_cli(
                 "remove", str(photo), "-o", str(out), "-m", "u2netp", "-q", *options, check=True
             )
             self.made[key] = out

@@ -37,7 +37,7 @@ from bgremover.output import (
 from bgremover.pipeline import EngineConfig, Remover
 from bgremover.plan import plan_batch
 
-from conftest import DATA, SAMPLE, is_job, offline_env, run_cli
+from conftest import DATA, SAMPLE, cli, is_job, offline_env, run_cli
 
 COFFEE = DATA / "skimage_coffee.png"
 CHELSEA = DATA / "skimage_chelsea.png"
@@ -180,12 +180,12 @@ def test_a_rerun_with_new_options_redoes_the_image_and_says_so(
     shutil.copy(COFFEE, tmp_path / "skimage_coffee.png")
     out = tmp_path / "coffee.png"
     photo = str(tmp_path / "skimage_coffee.png")
-    run_cli("remove", photo, "-o", str(out), "-q", check=True)
+    cli("remove", photo, "-o", str(out), "-q", check=True)
     with Image.open(out) as img:
         assert img.mode == "RGBA"
     transparent = out.read_bytes()
 
-    proc = run_cli("remove", photo, "-o", str(out), "-q", "-b", "#ff0000")
+    proc = cli("remove", photo, "-o", str(out), "-q", "-b", "#ff0000")
     assert proc.returncode == 0, proc.stderr
     assert "0 written, 1 redone: settings changed in" in proc.stderr, proc.stderr
     assert "already done" not in proc.stderr
@@ -197,19 +197,19 @@ def test_a_rerun_with_new_options_redoes_the_image_and_says_so(
     red = out.read_bytes()
     assert red != transparent
 
-    proc = run_cli("remove", photo, "-o", str(out), "-q", "-b", "#ff0000")
+    proc = cli("remove", photo, "-o", str(out), "-q", "-b", "#ff0000")
     assert proc.returncode == 0 and "0 written, 1 already done in" in proc.stderr, proc.stderr
     assert out.read_bytes() == red
     # What changes only the speed is not another setting: still done.
-    proc = run_cli("remove", photo, "-o", str(out), "-q", "-b", "#ff0000", "--threads", "1")
+    proc = cli("remove", photo, "-o", str(out), "-q", "-b", "#ff0000", "--threads", "1")
     assert "0 written, 1 already done in" in proc.stderr, proc.stderr
     # --overwrite makes it again whatever it records, and calls it written.
-    proc = run_cli("remove", photo, "-o", str(out), "-q", "-b", "#ff0000", "--overwrite")
+    proc = cli("remove", photo, "-o", str(out), "-q", "-b", "#ff0000", "--overwrite")
     assert proc.returncode == 0 and "1 written in" in proc.stderr, proc.stderr
     assert out.read_bytes() == red
 
     # With -v, the log says what the output was made with and what it is now.
-    proc = run_cli("remove", photo, "-o", str(out), "-q", "-v", "--no-refine")
+    proc = cli("remove", photo, "-o", str(out), "-q", "-v", "--no-refine")
     assert "1 redone: settings changed" in proc.stderr, proc.stderr
     assert "it was u2netp fp32, refined, png; background=#ff0000ff" in proc.stderr
     assert "now u2netp fp32, not refined, png" in proc.stderr
@@ -228,12 +228,12 @@ def test_outputs_of_an_earlier_bgremover_are_redone_and_said_so(
     shutil.copy(CHELSEA, src / "b.png")
     write_output(rgb_gradient, rgb_gradient[..., 0], ComposeOptions(), out / "a.png", "png",
                  SourceRecord.of(src / "a.png"))  # fmt: skip
-    proc = run_cli("remove", str(src), "-o", str(out), "-q")
+    proc = cli("remove", str(src), "-o", str(out), "-q")
     assert proc.returncode == 0, proc.stderr
     assert f"1 written, 1 redone: {SETTINGS_UNKNOWN} in" in proc.stderr, proc.stderr
     with Image.open(out / "a.png") as img, Image.open(COFFEE) as photo:
         assert img.size == photo.size  # the real cutout now, not the old file
-    proc = run_cli("remove", str(src), "-o", str(out), "-q")
+    proc = cli("remove", str(src), "-o", str(out), "-q")
     assert "0 written, 2 already done" in proc.stderr, proc.stderr
 
 
@@ -250,24 +250,24 @@ def test_an_edited_output_is_not_replaced_by_a_run_without_the_edits(
     erase = Operation.stroke("erase", [(20.0, 20.0), (120.0, 60.0)], 15.0)
     edits.write_text(Edits(size, (erase,)).to_json())
     out = tmp_path / "out.png"
-    run_cli("remove", str(photo), "-o", str(out), "-q", "--edits", str(edits), check=True)
+    cli("remove", str(photo), "-o", str(out), "-q", "--edits", str(edits), check=True)
     settings = _settings(out)
     assert settings is not None and settings.edited and settings.summary.endswith("; edited")
     edited = out.read_bytes()
 
-    proc = run_cli("remove", str(photo), "-o", str(out), "-q")
+    proc = cli("remove", str(photo), "-o", str(out), "-q")
     assert proc.returncode == 0, proc.stderr
     assert "was made with your edits (touch-up), which this run does not have" in proc.stderr
     assert "0 written, 1 already done" in proc.stderr, proc.stderr
     assert out.read_bytes() == edited
     # The same edits: done; other edits: made again.
-    proc = run_cli("remove", str(photo), "-o", str(out), "-q", "--edits", str(edits))
+    proc = cli("remove", str(photo), "-o", str(out), "-q", "--edits", str(edits))
     assert "0 written, 1 already done" in proc.stderr and "touch-up" not in proc.stderr
     more = Edits(size, (erase, Operation.stroke("erase", [(200.0, 200.0)], 10.0)))
     edits.write_text(more.to_json())
-    proc = run_cli("remove", str(photo), "-o", str(out), "-q", "--edits", str(edits))
+    proc = cli("remove", str(photo), "-o", str(out), "-q", "--edits", str(edits))
     assert "0 written, 1 redone: settings changed" in proc.stderr, proc.stderr
-    proc = run_cli("remove", str(photo), "-o", str(out), "-q", "--overwrite", check=True)
+    proc = cli("remove", str(photo), "-o", str(out), "-q", "--overwrite", check=True)
     settings = _settings(out)
     assert settings is not None and not settings.edited
 
@@ -299,8 +299,8 @@ def test_ray_redoes_what_the_plain_batch_redoes(tmp_path: Path, u2netp_path: Pat
     shutil.copy(COFFEE, src / "a.png")
     shutil.copy(CHELSEA, src / "b.png")
     plain, ray = tmp_path / "plain", tmp_path / "ray"
-    run_cli("remove", str(src), "-o", str(plain), "-q", "-b", "white", check=True)
-    run_cli("remove", str(src), "-o", str(ray), "-q", check=True)
+    cli("remove", str(src), "-o", str(plain), "-q", "-b", "white", check=True)
+    cli("remove", str(src), "-o", str(ray), "-q", check=True)
     proc = run_cli("remove", str(src), "-o", str(ray), "-q", "-b", "white", "--ray")
     assert proc.returncode == 0, proc.stderr
     assert "0 written, 2 redone: settings changed in" in proc.stderr, proc.stderr
@@ -353,9 +353,9 @@ def test_the_apps_save_records_the_settings_a_rerun_checks(qtbot, window, tmp_pa
         assert window.saving.save_result(window.current_entry(), out / "a.png") is not None
     settings = _settings(out / "a.png")
     assert settings is not None and settings.summary == "u2netp fp32, refined, png"
-    proc = run_cli("remove", str(src), "-o", str(out), "-q")
+    proc = cli("remove", str(src), "-o", str(out), "-q")
     assert "0 written, 1 already done" in proc.stderr, proc.stderr
-    proc = run_cli("remove", str(src), "-o", str(out), "-q", "--mask-only")
+    proc = cli("remove", str(src), "-o", str(out), "-q", "--mask-only")
     assert "0 written, 1 redone: settings changed" in proc.stderr, proc.stderr
 
 
@@ -371,9 +371,9 @@ def test_save_all_records_the_settings_a_rerun_checks(tmp_path: Path, u2netp_pat
     config = EngineConfig("u2netp")
     request = SaveRequest((item,), out, config, ComposeOptions(), "png")
     assert write_item(Remover.from_config(config), item, request) > 0
-    proc = run_cli("remove", str(src), "-o", str(out), "-q")
+    proc = cli("remove", str(src), "-o", str(out), "-q")
     assert "0 written, 1 already done" in proc.stderr, proc.stderr
-    proc = run_cli("remove", str(src), "-o", str(out), "-q", "-f", "png", "--no-refine")
+    proc = cli("remove", str(src), "-o", str(out), "-q", "-f", "png", "--no-refine")
     assert "0 written, 1 redone: settings changed" in proc.stderr, proc.stderr
 
 
@@ -414,7 +414,7 @@ def test_an_unwritable_output_folder_is_refused_up_front(
         shutil.copy(photo, photos / photo.name)
     # Offline (an empty model cache, no network): refused before the model is looked for.
     env = offline_env(tmp_path) if offline else None
-    proc = run_cli("remove", str(photos), "-o", str(out), env=env)
+    proc = cli("remove", str(photos), "-o", str(out), env=env)
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert lines[0].startswith("bgremover: "), proc.stderr
@@ -431,12 +431,12 @@ def test_the_summary_names_no_file_that_was_not_written(tmp_path: Path, u2netp_p
     broken = tmp_path / "notatext.jpg"
     broken.write_bytes(b"this is not a JPEG" * 100)
     out = tmp_path / "badout" / "notatext.png"
-    proc = run_cli("remove", str(broken), "-o", str(out), "-q")
+    proc = cli("remove", str(broken), "-o", str(out), "-q")
     assert proc.returncode == 1, proc.stderr
     summary = proc.stderr.strip().splitlines()[-1]
     assert summary.startswith("bgremover: 0 written, 1 failed in "), proc.stderr
     assert "->" not in summary and not out.exists()
     # A written file is named, as before.
     good = tmp_path / "badout" / "coffee.png"
-    proc = run_cli("remove", str(COFFEE), "-o", str(good), "-q", check=True)
+    proc = cli("remove", str(COFFEE), "-o", str(good), "-q", check=True)
     assert proc.stderr.strip().splitlines()[-1].endswith(f"-> {good}")

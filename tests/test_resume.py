@@ -22,7 +22,7 @@ from bgremover.output import (
     write_output,
 )
 
-from conftest import DATA, SAMPLE, run_cli
+from conftest import DATA, SAMPLE, cli
 
 ROCKET = DATA / "skimage_rocket.jpg"
 
@@ -96,25 +96,25 @@ def test_renamed_photos_are_not_taken_for_each_others_outputs(
     Nothing is taken for done, nothing is overwritten, and each is reported."""
     src, out = tmp_path / "in", tmp_path / "out"
     _two_photos(src)
-    run_cli("remove", str(src), "-o", str(out), "-q", check=True)
+    cli("remove", str(src), "-o", str(out), "-q", check=True)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     (src / "a.jpg").rename(src / "tmp.jpg")
     (src / "b.jpg").rename(src / "a.jpg")
     (src / "tmp.jpg").rename(src / "b.jpg")
 
-    proc = run_cli("remove", str(src), "-o", str(out), "-q")
+    proc = cli("remove", str(src), "-o", str(out), "-q")
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.count("exists and was not made from this photo") == 2, proc.stderr
     assert "made from 'b.jpg'" in proc.stderr and "use --overwrite" in proc.stderr
     assert "0 written" in proc.stderr and "2 failed" in proc.stderr
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
-    proc = run_cli("remove", str(src), "-o", str(out), "-q", "--overwrite")
+    proc = cli("remove", str(src), "-o", str(out), "-q", "--overwrite")
     assert proc.returncode == 0, proc.stderr
     for name in ("a", "b"):
         state = existing_output(out / f"{name}.png", SourceRecord.of(src / f"{name}.jpg"))
         assert state.state == DONE
-    proc = run_cli("remove", str(src), "-o", str(out), "-q", check=True)
+    proc = cli("remove", str(src), "-o", str(out), "-q", check=True)
     assert "0 written, 2 already done" in proc.stderr
 
 
@@ -127,14 +127,14 @@ def test_a_case_colliding_name_never_counts_as_another_photos_output(
     src, out = tmp_path / "in", tmp_path / "out"
     src.mkdir()
     shutil.copy(SAMPLE, src / "Photo.jpg")
-    run_cli("remove", str(src / "Photo.jpg"), "-o", str(out), "-q", check=True)
+    cli("remove", str(src / "Photo.jpg"), "-o", str(out), "-q", check=True)
     first = (out / "Photo.png").read_bytes()
     other = tmp_path / "other"
     other.mkdir()
     shutil.copy(ROCKET, other / "photo.jpg")
     shutil.copy(out / "Photo.png", out / "photo.png")  # what that disk shows under this name
 
-    proc = run_cli("remove", str(other / "photo.jpg"), "-o", str(out), "-q")
+    proc = cli("remove", str(other / "photo.jpg"), "-o", str(out), "-q")
     assert proc.returncode == 1, proc.stderr
     assert "was not made from this photo (it was made from 'Photo.jpg')" in proc.stderr
     assert (out / "photo.png").read_bytes() == first
@@ -147,7 +147,7 @@ def test_outputs_without_a_record_are_kept_and_said_so(tmp_path: Path, u2netp_pa
     out.mkdir()
     Image.new("RGBA", (8, 8), (1, 2, 3, 255)).save(out / "a.png")
     old = (out / "a.png").read_bytes()
-    proc = run_cli("remove", str(src), "-o", str(out), "-q")
+    proc = cli("remove", str(src), "-o", str(out), "-q")
     assert proc.returncode == 0, proc.stderr
     assert "does not record which photo it was made from" in proc.stderr
     assert "1 written, 1 already done" in proc.stderr

@@ -23,7 +23,7 @@ from bgremover.compose import (
 from bgremover.presets import get_preset, options_from
 from bgremover.subject import find_subject, subject_box
 
-from conftest import DATA, ROOT, make_window, run_cli
+from conftest import DATA, ROOT, cli, make_window
 
 SHARED = ROOT.parent / "shared" / "data"
 PORTRAIT = SHARED / "portraits" / "input" / "p_07141906.jpg"
@@ -177,10 +177,10 @@ def test_product_preset_centres_the_person_without_the_sign_behind_him(
     square they moved him off-centre, and showed as ghost text with a shadow."""
     out = tmp_path / "square.jpg"
     mask = tmp_path / "mask.png"
-    proc = run_cli("remove", str(PORTRAIT), "-o", str(out), "--preset", "product-white-square")
+    proc = cli("remove", str(PORTRAIT), "-o", str(out), "--preset", "product-white-square")
     assert proc.returncode == 0, proc.stderr
     assert "is enlarged 2.1x to fill the 2000x2000 canvas" in proc.stderr  # 1080 px photo
-    run_cli(
+    cli(
         "remove", str(PORTRAIT), "-o", str(mask), "--preset", "product-white-square",
         "--mask-only", "--format", "png", check=True,
     )  # fmt: skip
@@ -207,7 +207,7 @@ def test_product_preset_centres_the_person_without_the_sign_behind_him(
 def test_the_command_line_says_when_a_subject_is_enlarged_past_twice(tmp_path: Path) -> None:
     photo = DATA / "skimage_coffee.png"  # 600 x 400: a cup of about 400 x 300 px
     out = tmp_path / "square.jpg"
-    proc = run_cli("remove", str(photo), "-o", str(out), "--preset", "product-white-square")
+    proc = cli("remove", str(photo), "-o", str(out), "--preset", "product-white-square")
     assert proc.returncode == 0, proc.stderr
     notes = [line for line in proc.stderr.splitlines() if line.startswith("bgremover: note:")]
     assert len(notes) == 1, proc.stderr
@@ -215,7 +215,7 @@ def test_the_command_line_says_when_a_subject_is_enlarged_past_twice(tmp_path: P
     assert "Use a larger photo, or a canvas of at most" in notes[0]
     assert out.is_file()
     # A canvas that enlarges it less: no note.
-    proc = run_cli(
+    proc = cli(
         "remove", str(photo), "-o", str(tmp_path / "small.jpg"),
         "--preset", "product-white-square", "--canvas", "400x400",
     )  # fmt: skip
