@@ -289,16 +289,19 @@ class Remover:
 
         The digest covers every :class:`EngineConfig` setting but :data:`SPEED_ONLY` (as
         :data:`_RECORDED` says each: the model by its content, the int8 settings only for
-        int8), every field of ``options`` (a background image by its content), the format,
-        the edits (by content) and :data:`PIXELS_VERSION`. A new field of either dataclass
-        is covered the day it is added. A rerun whose digest differs makes the output again.
+        int8), every field of ``options`` that is not at its default (a background image by
+        its content), the format, the edits (by content) and :data:`PIXELS_VERSION`. A new
+        field of either dataclass is covered the day it is added; an export option at its
+        default is left out, so adding one (off by default) keeps every existing output done.
+        A rerun whose digest differs makes the output again.
         """
         engine = {
             f.name: _RECORDED.get(f.name, _attribute(f.name))(self)
             for f in fields(EngineConfig)
             if f.name not in SPEED_ONLY
         }
-        export = asdict(options)
+        default = asdict(type(options)())
+        export = {k: v for k, v in asdict(options).items() if v != default[k]}
         if options.background_image is not None:
             export["background_image"] = _content_digest(options.background_image)
         made = {

@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -118,6 +118,19 @@ def test_every_setting_that_changes_an_output_changes_its_record() -> None:
         Remover("u2netp", int8_guard=False),  # the guard is int8's only
     ):
         assert same.output_settings(options, "png") == first
+
+
+def test_a_new_export_option_at_its_default_keeps_existing_outputs_done() -> None:
+    """An upgrade that adds an option (off by default) must not redo every output."""
+
+    @dataclass(frozen=True)
+    class WithANewOption(ComposeOptions):
+        sepia: bool = False
+
+    remover = Remover("u2netp")
+    before = remover.output_settings(ComposeOptions(crop=True), "png")
+    assert remover.output_settings(WithANewOption(crop=True), "png") == before
+    assert remover.output_settings(WithANewOption(crop=True, sepia=True), "png") != before
 
 
 def test_a_background_image_counts_by_its_content(tmp_path: Path) -> None:
