@@ -387,7 +387,7 @@ def test_the_open_dialog_lists_the_allowed_formats_and_refuses_an_eps(
 
     monkeypatch.setattr(QFileDialog, "getOpenFileNames", qt_open_dialog)
     with qtbot.waitSignal(window.settled, timeout=APP_WAIT_MS):
-        window.open_files()
+        window.opening.open_files()
     images = filters[0].split(";;")[0]
     listed = set(images[images.index("(") + 1 : images.index(")")].split())
     assert listed == {f"*{e}" for e in IMAGE_EXTENSIONS}
@@ -408,7 +408,7 @@ def test_the_app_refuses_an_eps_given_as_a_mask(
     monkeypatch.setenv("PATH", with_fake_gs(folder)["PATH"])
     with qtbot.waitSignal(window.settled, timeout=APP_WAIT_MS):
         window.add_paths([SAMPLE])
-    assert window.load_mask_from(_eps_file(tmp_path)) is not None
+    assert window.editing.load_mask_from(_eps_file(tmp_path)) is not None
 
     def refusal_shown() -> bool:
         return any(
