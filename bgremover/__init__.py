@@ -50,14 +50,14 @@ _keep_onnxruntime_telemetry_off()
 __all__ = ["ComposeOptions", "Remover", "Result", "__version__"]
 
 if TYPE_CHECKING:
-    from .pipeline import ComposeOptions, Remover, Result
+    from .engine.pipeline import ComposeOptions, Remover, Result
 
 
 def __getattr__(name: str) -> Any:
     # Lazy so that `bgremover --version` and `import bgremover` stay cheap:
     # the pipeline pulls in numpy, Pillow and (on first session) ONNX Runtime.
     if name in ("Remover", "Result", "ComposeOptions"):
-        from . import pipeline
+        from .engine import pipeline
 
         return getattr(pipeline, name)
     raise AttributeError(f"module 'bgremover' has no attribute {name!r}")

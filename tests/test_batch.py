@@ -9,8 +9,7 @@ import pytest
 from PIL import Image
 
 from bgremover import Remover
-from bgremover.atomic import TEMP_SUFFIX
-from bgremover.batch import (
+from bgremover.engine.batch import (
     BatchFinished,
     BatchStarted,
     ItemDone,
@@ -18,8 +17,9 @@ from bgremover.batch import (
     ItemSkipped,
     run_batch,
 )
+from bgremover.engine.plan import plan_batch
 from bgremover.errors import UsageError
-from bgremover.plan import plan_batch
+from bgremover.files.atomic import TEMP_SUFFIX
 
 from conftest import assert_masks_close
 

@@ -5,7 +5,7 @@ import threading
 import time
 from pathlib import Path
 
-from bgremover.batch_report import (
+from bgremover.engine.batch_report import (
     ALREADY_DONE,
     EXIT_OK,
     EXIT_SOME_FAILED,
@@ -15,8 +15,8 @@ from bgremover.batch_report import (
     resume_decision,
     skip_line,
 )
-from bgremover.budget import PixelBudget
-from bgremover.output import SourceRecord
+from bgremover.engine.budget import PixelBudget
+from bgremover.export.output import SourceRecord
 
 
 def test_a_failure_line_names_the_photo_once() -> None:

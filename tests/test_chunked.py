@@ -24,7 +24,7 @@ import pooch
 import pytest
 import requests
 
-from bgremover.chunked import chunked_downloader, parse_resource
+from bgremover.network.chunked import chunked_downloader, parse_resource
 
 RESOURCE = "/models/x"
 

@@ -112,7 +112,7 @@ def test_mask_background_and_webp(tmp_path: Path, u2netp_path: Path) -> None:
 
 @pytest.mark.model
 def test_cuda_request_falls_back_with_reason(tmp_path: Path, u2netp_path: Path) -> None:
-    from bgremover.session import available_providers
+    from bgremover.network.session import available_providers
 
     if "CUDAExecutionProvider" in available_providers():
         pytest.skip("this machine really has CUDA")

@@ -47,7 +47,7 @@ def test_compare_refuses_outputs_it_cannot_write(tmp_path: Path) -> None:
 
 
 def _full_colour_pixels(sheet: Image.Image) -> int:
-    from bgremover.report import heat_lut
+    from bgremover.compare.report import heat_lut
 
     pixels = np.asarray(sheet)
     return int(np.all(pixels == heat_lut()[255], axis=2).sum())
@@ -56,7 +56,12 @@ def _full_colour_pixels(sheet: Image.Image) -> int:
 def test_sheet_heatmap_saturates_at_the_chosen_scale() -> None:
     """A difference of 0.25 shows at full colour at the default scale (as in the app),
     and at a quarter of the colour bar at scale 1."""
-    from bgremover.report import DEFAULT_HEAT_SCALE, HEAT_SCALES, comparison_sheet, scale_label
+    from bgremover.compare.report import (
+        DEFAULT_HEAT_SCALE,
+        HEAT_SCALES,
+        comparison_sheet,
+        scale_label,
+    )
 
     assert DEFAULT_HEAT_SCALE == 0.25 and DEFAULT_HEAT_SCALE in HEAT_SCALES
     rgb = np.full((300, 400, 3), 128, np.uint8)
@@ -76,7 +81,7 @@ def test_sheet_heatmap_saturates_at_the_chosen_scale() -> None:
 
 def test_sheet_panels_are_512_on_the_long_side() -> None:
     """A 2000 x 1500 photo gets 512 x 384 panels; a small one keeps its own size."""
-    from bgremover.report import comparison_sheet
+    from bgremover.compare.report import comparison_sheet
 
     for size, panel in (((2000, 1500), (512, 384)), ((300, 200), (300, 200))):
         width, height = size

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from bgremover.edit import Editor, Edits, Operation
-from bgremover.imaging import read_image
+from bgremover.files.imaging import read_image
+from bgremover.touchup.edit import Editor, Edits, Operation
 
 from conftest import DATA, cli
 

@@ -26,9 +26,9 @@ def test_product_preset_writes_square_jpegs_with_the_subject_inside_the_margin(
     tmp_path: Path, u2netp_remover
 ) -> None:
     """The preset's batch, and the same photos' layout checked before flattening."""
-    from bgremover.compose import placed_alpha
-    from bgremover.presets import get_preset, options_from
-    from bgremover.subject import subject_box
+    from bgremover.export.compose import placed_alpha
+    from bgremover.export.presets import get_preset, options_from
+    from bgremover.mask.subject import subject_box
 
     photos = _photos(tmp_path / "in")
     out = tmp_path / "out"
@@ -78,7 +78,7 @@ def test_blur_crop_shadow_and_an_options_override_of_a_preset(
 
 @pytest.mark.model
 def test_sticker_preset_is_a_cropped_png_with_its_outline(tmp_path: Path, u2netp_remover) -> None:
-    from bgremover.subject import subject_box
+    from bgremover.mask.subject import subject_box
 
     out = tmp_path / "sticker.png"
     cli("remove", str(SAMPLE), "-o", str(out), "--preset", "sticker", check=True)

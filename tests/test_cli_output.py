@@ -115,8 +115,8 @@ def test_existing_folder_with_a_dotted_name_is_a_folder(tmp_path: Path, u2netp_p
 
 def test_resolve_output_rules(tmp_path: Path) -> None:
     """The rules behind -o, on the engine side (the command line and compare use them)."""
+    from bgremover.engine.plan import resolve_output
     from bgremover.errors import UsageError
-    from bgremover.plan import resolve_output
 
     photo = tmp_path / "a.jpg"
     Image.open(SAMPLE).save(photo)

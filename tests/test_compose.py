@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bgremover.compose import (
+from bgremover.errors import UsageError
+from bgremover.export.compose import (
     ComposeOptions,
     compose,
     compose_array,
@@ -14,7 +15,6 @@ from bgremover.compose import (
     over_background,
     parse_color,
 )
-from bgremover.errors import UsageError
 
 
 def test_cutout_straight_colour_and_zeroed_transparent() -> None:
@@ -84,7 +84,7 @@ def test_parse_color_rejects(text: str) -> None:
     ids=["cutout", "mask", "opaque-bg", "translucent-bg", "decontaminated"],
 )
 def test_streamed_png_equals_the_whole_composite(tmp_path, options: ComposeOptions) -> None:
-    from bgremover.output import write_output
+    from bgremover.export.output import write_output
 
     rng = np.random.default_rng(5)
     rgb = rng.integers(0, 256, (301, 123, 3), dtype=np.uint8)

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from bgremover import atomic
-from bgremover.atomic import TEMP_SUFFIX, Claim, remove_leftovers, write_atomically
 from bgremover.errors import ImageWriteError
+from bgremover.files import atomic
+from bgremover.files.atomic import TEMP_SUFFIX, Claim, remove_leftovers, write_atomically
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from bgremover.atomic import Claim
+from bgremover.files.atomic import Claim
 claim = Claim.try_acquire(Path(sys.argv[1]))
 print("held" if claim else "busy", flush=True)
 sys.stdin.readline()

@@ -23,7 +23,7 @@ import pytest
 from PIL import Image
 
 from bgremover.errors import ImageReadError
-from bgremover.imaging import (
+from bgremover.files.imaging import (
     DECODERS,
     HEIF_EXTENSIONS,
     IMAGE_EXTENSIONS,
@@ -424,8 +424,8 @@ def test_an_edits_file_cannot_smuggle_another_format_in_as_its_mask(
     fake_gs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A loaded mask travels inside an edits file as PNG bytes; only PNG is decoded."""
-    from bgremover.edit import Edits, Operation, apply_edits
     from bgremover.errors import EditsError
+    from bgremover.touchup.edit import Edits, Operation, apply_edits
 
     folder, marker = fake_gs
     monkeypatch.setenv("PATH", with_fake_gs(folder)["PATH"])

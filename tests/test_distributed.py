@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bgremover.atomic import TEMP_SUFFIX
+from bgremover.files.atomic import TEMP_SUFFIX
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"

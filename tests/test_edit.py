@@ -1,4 +1,4 @@
-"""The touch-up engine (bgremover.edit): every tool on images with a known answer,
+"""The touch-up engine (bgremover.touchup.edit): every tool on images with a known answer,
 exact undo, JSON round trips and replay at another resolution."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import cv2
 import numpy as np
 import pytest
 
-from bgremover.edit import Editor, Edits, Operation, apply_edits
 from bgremover.errors import EditsError
-from bgremover.imaging import read_image
-from bgremover.metrics import iou
-from bgremover.tools import apply_box, apply_stroke, mask_from_image, stroke_coverage
+from bgremover.files.imaging import read_image
+from bgremover.mask.metrics import iou
+from bgremover.touchup.edit import Editor, Edits, Operation, apply_edits
+from bgremover.touchup.tools import apply_box, apply_stroke, mask_from_image, stroke_coverage
 
 from conftest import DATA
 

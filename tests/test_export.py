@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bgremover.compose import (
+from bgremover.errors import UsageError
+from bgremover.export.compose import (
     ComposeOptions,
     Length,
     Outline,
@@ -20,9 +21,8 @@ from bgremover.compose import (
     place,
     subject_box,
 )
-from bgremover.errors import UsageError
-from bgremover.output import write_output
-from bgremover.presets import (
+from bgremover.export.output import write_output
+from bgremover.export.presets import (
     BUILTIN,
     check_export,
     get_preset,

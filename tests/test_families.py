@@ -14,12 +14,18 @@ import pytest
 from PIL import Image
 
 from bgremover import Remover
+from bgremover.engine.pipeline import read_signature
 from bgremover.errors import BgRemoverError, ModelError
-from bgremover.families import DEFAULT_FAMILY, FAMILIES, Family, Signature, guess_family
-from bgremover.imaging import from_array
-from bgremover.models import REGISTRY, local_spec, resolve_spec
-from bgremover.pipeline import read_signature
-from bgremover.transforms import content_box, input_shape, mask_from_score, preprocess, score_map
+from bgremover.files.imaging import from_array
+from bgremover.network.families import DEFAULT_FAMILY, FAMILIES, Family, Signature, guess_family
+from bgremover.network.models import REGISTRY, local_spec, resolve_spec
+from bgremover.network.transforms import (
+    content_box,
+    input_shape,
+    mask_from_score,
+    preprocess,
+    score_map,
+)
 
 from conftest import cli
 
@@ -93,7 +99,7 @@ def half_bright(width: int = 96, height: int = 64) -> np.ndarray:
 
 
 def test_registry_entries_name_known_families_and_int8_recipes() -> None:
-    from bgremover.quantize import RECIPES
+    from bgremover.network.quantize import RECIPES
 
     for name, spec in REGISTRY.items():
         assert spec.family is not None and FAMILIES[spec.family.name] == spec.family, name
@@ -319,7 +325,7 @@ def test_cli_models_list_shows_family_size_and_licence(tmp_path: Path) -> None:
 def isnet_path() -> Path:
     """The real IS-Net (IMG.LY's, 88 MB), obtained and verified through the store: from
     IMG.LY's CDN, or where that is unreachable, from its npm package."""
-    from bgremover.models import ModelStore
+    from bgremover.network.models import ModelStore
 
     try:
         return ModelStore().ensure("isnet-imgly")

@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 from PIL import Image, ImageCms
 
-from bgremover.compose import ComposeOptions
 from bgremover.errors import ImageWriteError
-from bgremover.imaging import Metadata, read_image
-from bgremover.output import (
+from bgremover.export.compose import ComposeOptions
+from bgremover.export.output import (
     DONE,
     FORMATS,
     SourceRecord,
@@ -23,6 +22,7 @@ from bgremover.output import (
     is_complete_output,
     write_output,
 )
+from bgremover.files.imaging import Metadata, read_image
 
 W, H = 64, 48
 WHITE = (255, 255, 255, 255)
@@ -184,7 +184,7 @@ def test_the_colour_profile_is_carried_over(tmp_path: Path, photo, fmt: str) -> 
 
 
 def test_a_pillow_image_carries_its_profile_too(photo) -> None:
-    from bgremover.imaging import from_pil
+    from bgremover.files.imaging import from_pil
 
     rgb, _ = photo
     buf = io.BytesIO()

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from bgremover import Remover
-from bgremover.guard import NEAR, THRESHOLD, GuardCheck, check, doubt, summary
+from bgremover.network.guard import NEAR, THRESHOLD, GuardCheck, check, doubt, summary
 
 from conftest import DATA, cli
 
@@ -148,7 +148,7 @@ def test_compare_shows_int8_as_it_is_and_says_when_it_changes_a_photo(
 
 def test_two_models_that_disagree_are_said_in_neutral_words() -> None:
     """Neither of two models is the reference: a disagreement names no culprit."""
-    from bgremover.comparison import verdict
+    from bgremover.compare.comparison import verdict
 
     text = verdict(0.9, "u2netp fp32", "isnet-imgly fp32", None, reference=False)
     assert text.startswith("u2netp fp32 and isnet-imgly fp32 disagree on this photo")

@@ -15,7 +15,7 @@ from PIL import Image
 pytest.importorskip("PySide6")
 from PySide6.QtWidgets import QMessageBox
 
-from bgremover.atomic import TEMP_SUFFIX
+from bgremover.files.atomic import TEMP_SUFFIX
 from bgremover.gui.jobs import JobState
 from bgremover.gui.queue import Status
 
@@ -99,7 +99,7 @@ def test_corrupt_file_shows_error_and_app_goes_on(qtbot, window, tmp_path: Path)
 
 
 def test_unexpected_error_shows_traceback_details(qtbot, window, monkeypatch) -> None:
-    from bgremover.pipeline import Remover
+    from bgremover.engine.pipeline import Remover
 
     def explode(self, image):
         raise RuntimeError("simulated bug")
@@ -264,7 +264,7 @@ def test_queue_memory_is_bounded_and_dropped_results_come_back(
     assert all(not row_icon(window, i).isNull() for i in range(3))  # thumbnails stay
     from PIL import Image
 
-    from bgremover.edit import Edits, Operation
+    from bgremover.touchup.edit import Edits, Operation
 
     size = Image.open(entries[1].source).size
     kept = Edits(size, (Operation.stroke("restore", [(1, 1)], 2.0),))
@@ -307,7 +307,9 @@ def test_engine_log_lines_reach_the_status_bar(qtbot, window) -> None:
     import threading
 
     note = "Providers ['CUDAExecutionProvider'] failed to start; using CPU"
-    thread = threading.Thread(target=lambda: logging.getLogger("bgremover.session").warning(note))
+    thread = threading.Thread(
+        target=lambda: logging.getLogger("bgremover.network.session").warning(note)
+    )
     thread.start()
     thread.join()
     qtbot.waitUntil(lambda: window.statusBar().currentMessage() == note, timeout=WAIT_MS)

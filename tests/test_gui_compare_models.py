@@ -10,8 +10,8 @@ import pytest
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from bgremover import models
 from bgremover.gui.export_panel import select_data
+from bgremover.network import models
 
 from conftest import DATA, is_job, make_window
 

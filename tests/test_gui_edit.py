@@ -20,9 +20,9 @@ from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
 from test_gui_first_hour import WAIT_MS, process, save_and_wait, settle, shown_pixels
 
-from bgremover.edit import Edits, apply_edits
-from bgremover.pipeline import Remover
-from bgremover.refine import refine_alpha
+from bgremover.engine.pipeline import Remover
+from bgremover.mask.refine import refine_alpha
+from bgremover.touchup.edit import Edits, apply_edits
 
 from conftest import DATA, cli, is_job, make_window, row_text
 
@@ -360,7 +360,7 @@ def test_load_mask_replaces_the_mask(qtbot, u2netp_path, tmp_path) -> None:
 
 
 def test_a_click_keeps_or_removes_its_region(qtbot, u2netp_path) -> None:
-    pytest.importorskip("bgremover.regions")
+    pytest.importorskip("bgremover.touchup.regions")
     window = opened(qtbot, CAT)
     before = alpha_of(window).copy()
     window.editing.set_tool("remove")

@@ -15,13 +15,13 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from bgremover.export.output import FORMATS
+from bgremover.export.presets import BUILTIN, load_presets, options_from
 from bgremover.gui.imageconv import qimage_to_rgba
 from bgremover.gui.questions import PresetNameDialog
 from bgremover.gui.save_controller import export_problem
 from bgremover.gui.settings import Settings, export_fields, load_settings, save_settings
 from bgremover.gui.worker import output_pixels
-from bgremover.output import FORMATS
-from bgremover.presets import BUILTIN, load_presets, options_from
 
 from conftest import SAMPLE, is_job, make_window
 

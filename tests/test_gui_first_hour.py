@@ -17,7 +17,7 @@ from PySide6.QtGui import QColor, QKeyEvent, QPalette
 from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QMessageBox
 from test_gui_compare_models import answer_download
 
-from bgremover import models
+from bgremover.engine.pipeline import EngineConfig, Remover
 from bgremover.gui.export_panel import select_data
 from bgremover.gui.imageconv import qimage_to_rgba, to_qimage
 from bgremover.gui.model_choice import model_label
@@ -25,7 +25,7 @@ from bgremover.gui.queue import Status
 from bgremover.gui.results import Preparing
 from bgremover.gui.settings_panel import APPLIES_TO
 from bgremover.gui.status import PreparationBar
-from bgremover.pipeline import EngineConfig, Remover
+from bgremover.network import models
 
 from conftest import DATA, SAMPLE, build_tiny_model, is_job, make_window, served_model
 

@@ -16,11 +16,11 @@ pytest.importorskip("PySide6")
 from PySide6.QtWidgets import QApplication, QMessageBox
 from test_gui_compare_models import answer_download
 
-from bgremover import models
 from bgremover.gui.export_panel import select_data
 from bgremover.gui.jobs import JobState
 from bgremover.gui.queue import Status
-from bgremover.models import DEFAULT_MODEL
+from bgremover.network import models
+from bgremover.network.models import DEFAULT_MODEL
 
 from conftest import (
     DATA,

@@ -14,10 +14,10 @@ pytest.importorskip("PySide6")
 from PySide6.QtWidgets import QApplication, QMessageBox
 from test_gui_compare_models import answer_download
 
-from bgremover import models
 from bgremover.gui.export_panel import select_data
 from bgremover.gui.jobs import JobEnd, JobState
 from bgremover.gui.queue import Status
+from bgremover.network import models
 
 from conftest import (
     DATA,

@@ -22,12 +22,12 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 from test_gui_edit import erase_line, opened
 from test_gui_first_hour import WAIT_MS, process, save_and_wait
 
-from bgremover.atomic import TEMP_SUFFIX
+from bgremover.export.output import SourceRecord, format_for_path
+from bgremover.files.atomic import TEMP_SUFFIX
 from bgremover.gui.imageconv import to_qimage
 from bgremover.gui.jobs import JobState
 from bgremover.gui.queue import Status
 from bgremover.gui.save_many import SaveEvent
-from bgremover.output import SourceRecord, format_for_path
 
 from conftest import DATA, SAMPLE, is_job, make_window
 

@@ -329,9 +329,9 @@ def test_a_size_row_does_not_give_the_settings_a_scroll_bar(qtbot, isolated_sett
 def test_a_models_preparation_has_the_status_bars_room(qtbot, isolated_settings) -> None:
     """During a download the bar's long line ends in "…" (whole in its tooltip) and the
     provider's label gives way, so two messages never run over each other."""
+    from bgremover.engine.pipeline import EngineConfig
     from bgremover.gui.jobs import JobEnd, JobState
     from bgremover.gui.results import Preparing
-    from bgremover.pipeline import EngineConfig
 
     from conftest import make_window
 

@@ -15,15 +15,15 @@ HEAVY = (
     "cv2",
     "numpy",
     "onnxruntime",
-    "bgremover.pipeline",
-    "bgremover.compose",
-    "bgremover.refine",
-    "bgremover.edit",
-    "bgremover.session",
-    "bgremover.imaging",
-    "bgremover.output",
-    "bgremover.comparison",
-    "bgremover.batch",
+    "bgremover.engine.pipeline",
+    "bgremover.export.compose",
+    "bgremover.mask.refine",
+    "bgremover.touchup.edit",
+    "bgremover.network.session",
+    "bgremover.files.imaging",
+    "bgremover.export.output",
+    "bgremover.compare.comparison",
+    "bgremover.engine.batch",
     "bgremover.gui.worker",
     "bgremover.gui.imageconv",
 )
@@ -45,7 +45,7 @@ def test_one_format_change_is_emitted_once(qtbot) -> None:
     """Choosing another format in the Export panel reaches the window as one change."""
     from bgremover.gui.settings import Settings
     from bgremover.gui.settings_panel import SettingsPanel
-    from bgremover.models import ModelStore
+    from bgremover.network.models import ModelStore
 
     panel = SettingsPanel(Settings(), ModelStore())
     qtbot.addWidget(panel)

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
-from bgremover.atomic import TEMP_SUFFIX
 from bgremover.errors import ImageReadError
-from bgremover.imaging import read_image
+from bgremover.files.atomic import TEMP_SUFFIX
+from bgremover.files.imaging import read_image
 
 from conftest import DATA, SAMPLE, cli
 
@@ -215,9 +215,10 @@ def test_full_disk_stops_the_batch_without_partial_files(
 ) -> None:
     import errno
 
-    from bgremover import Remover, atomic
-    from bgremover.batch import BatchFinished, ItemDone, ItemFailed, run_batch
-    from bgremover.plan import plan_batch
+    from bgremover import Remover
+    from bgremover.engine.batch import BatchFinished, ItemDone, ItemFailed, run_batch
+    from bgremover.engine.plan import plan_batch
+    from bgremover.files import atomic
 
     for i in range(4):
         _photo().save(tmp_path / f"{i}.png")

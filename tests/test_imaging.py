@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from PIL import Image, ImageCms
 
-from bgremover import atomic
-from bgremover.atomic import TEMP_SUFFIX
 from bgremover.errors import ImageReadError, ImageWriteError
-from bgremover.imaging import read_image
-from bgremover.output import is_complete_output, write_image
+from bgremover.export.output import is_complete_output, write_image
+from bgremover.files import atomic
+from bgremover.files.atomic import TEMP_SUFFIX
+from bgremover.files.imaging import read_image
 
 
 def save(img: Image.Image, path: Path, **kw) -> Path:

@@ -16,8 +16,8 @@ def run_python(code: str) -> str:
 
 def test_engine_imports_without_qt() -> None:
     out = run_python(
-        "import sys, bgremover, bgremover.pipeline, bgremover.batch, bgremover.cli, "
-        "bgremover.models, bgremover.metrics\n"
+        "import sys, bgremover, bgremover.engine.pipeline, bgremover.engine.batch, bgremover.cli, "
+        "bgremover.network.models, bgremover.mask.metrics\n"
         "print(sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken'))))"
     )
     assert out.strip() == "[]"

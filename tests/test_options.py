@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bgremover.compose import ComposeOptions
 from bgremover.errors import UsageError
-from bgremover.options import (
+from bgremover.export.compose import ComposeOptions
+from bgremover.export.options import (
     EXPORT_OPTIONS,
     FALSE_WORDS,
     KEYS,
@@ -30,8 +30,8 @@ from bgremover.options import (
     parse_bool,
     parse_shadow,
 )
-from bgremover.output import FORMATS
-from bgremover.presets import check_export, options_from, parse_format, read_preset
+from bgremover.export.output import FORMATS
+from bgremover.export.presets import check_export, options_from, parse_format, read_preset
 
 from conftest import SAMPLE, cli
 
@@ -103,7 +103,7 @@ def test_an_off_word_in_a_preset_is_off_on_the_command_line_in_the_app_and_the_s
 
 
 def test_the_servers_on_off_parameters_read_every_word_as_the_presets_do() -> None:
-    from bgremover.compose import Length
+    from bgremover.export.compose import Length
     from bgremover.serve.params import PARAMETERS, options_for
 
     off, _ = options_for({"crop": "no", "crop_margin": "10px", "add_shadow": "0"}, 64, 48, "png")
@@ -243,7 +243,7 @@ def _coloured_scene() -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_greyscale_makes_the_subject_grey_and_keeps_the_background_colour() -> None:
-    from bgremover.compose import compose_array
+    from bgremover.export.compose import compose_array
 
     rgb, alpha = _coloured_scene()
     grey = np.asarray(Image.fromarray(rgb).convert("L"), np.int16)  # Pillow's luma
@@ -265,7 +265,7 @@ def test_greyscale_makes_the_subject_grey_and_keeps_the_background_colour() -> N
 
 
 def test_greyscale_is_read_and_written_like_every_switch() -> None:
-    from bgremover.presets import values_of
+    from bgremover.export.presets import values_of
 
     assert options_from({"greyscale": "yes"})[0].greyscale
     assert not options_from({"greyscale": "no"})[0].greyscale

@@ -10,9 +10,9 @@ import pytest
 from PIL import Image
 
 from bgremover import ComposeOptions, Remover
-from bgremover.models import REGISTRY
-from bgremover.pipeline import EngineConfig, combine_alpha, model_mask
-from bgremover.transforms import normalise_output, preprocess, score_map
+from bgremover.engine.pipeline import EngineConfig, combine_alpha, model_mask
+from bgremover.network.models import REGISTRY
+from bgremover.network.transforms import normalise_output, preprocess, score_map
 
 SPEC = REGISTRY["u2netp"].family
 assert SPEC is not None

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from bgremover.atomic import long_path_form, windows_long_path
+from bgremover.engine.plan import name_key, plan_batch, plan_names, safe_name
 from bgremover.errors import UsageError
-from bgremover.plan import name_key, plan_batch, plan_names, safe_name
+from bgremover.files.atomic import long_path_form, windows_long_path
 
 from conftest import DATA, SAMPLE, cli
 

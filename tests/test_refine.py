@@ -8,9 +8,9 @@ import pytest
 from PIL import Image
 
 from bgremover import ComposeOptions, Remover
-from bgremover.compose import compose
-from bgremover.metrics import mean_abs_diff
-from bgremover.refine import _ramp_trust, estimate_foreground, refine_alpha
+from bgremover.export.compose import compose
+from bgremover.mask.metrics import mean_abs_diff
+from bgremover.mask.refine import _ramp_trust, estimate_foreground, refine_alpha
 
 from conftest import DATA
 

@@ -1,4 +1,4 @@
-"""Add / Remove clicks (bgremover.regions) on synthetic photos with known answers."""
+"""Add / Remove clicks (bgremover.touchup.regions) on synthetic photos with known answers."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import cv2
 import numpy as np
 import pytest
 
-from bgremover import regions
-from bgremover.regions import apply_click
+from bgremover.touchup import regions
+from bgremover.touchup.regions import apply_click
 
 H, W = 240, 320
 

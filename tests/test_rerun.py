@@ -20,11 +20,18 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bgremover.batch import SETTINGS_CHANGED, SETTINGS_UNKNOWN, BatchFinished, ItemDone, run_batch
-from bgremover.compose import ComposeOptions, Length, Outline, Shadow
-from bgremover.edit import Edits, Operation
-from bgremover.options import SWITCHES
-from bgremover.output import (
+from bgremover.engine.batch import (
+    SETTINGS_CHANGED,
+    SETTINGS_UNKNOWN,
+    BatchFinished,
+    ItemDone,
+    run_batch,
+)
+from bgremover.engine.pipeline import EngineConfig, Remover
+from bgremover.engine.plan import plan_batch
+from bgremover.export.compose import ComposeOptions, Length, Outline, Shadow
+from bgremover.export.options import SWITCHES
+from bgremover.export.output import (
     DONE,
     EDITED,
     STALE,
@@ -34,8 +41,7 @@ from bgremover.output import (
     format_for_path,
     write_output,
 )
-from bgremover.pipeline import EngineConfig, Remover
-from bgremover.plan import plan_batch
+from bgremover.touchup.edit import Edits, Operation
 
 from conftest import DATA, SAMPLE, cli, is_job, offline_env, run_cli
 
@@ -74,7 +80,7 @@ OTHER_EXPORT = {
     "quality": 70,
     "lossless": True,
     "strip_metadata": True,
-    # The switches whose fields the option records make (bgremover.options.SWITCHES).
+    # The switches whose fields the option records make (bgremover.export.options.SWITCHES).
     **{option.key: True for option in SWITCHES},
 }
 

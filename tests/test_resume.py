@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bgremover.compose import ComposeOptions
-from bgremover.output import (
+from bgremover.export.compose import ComposeOptions
+from bgremover.export.output import (
     DONE,
     MISSING,
     OTHER_PHOTO,

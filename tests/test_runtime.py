@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from bgremover import session
+from bgremover.network import session
 
 from conftest import DATA, ROOT
 

@@ -120,9 +120,9 @@ def remover(u2netp_path: Path):
 
 def engine_pixels(remover, photo: Path, values: dict, fmt: str, mask: bool = False):
     """What the engine gives for ``photo`` with these option values, encoded and decoded."""
-    from bgremover.compose import ComposeOptions
-    from bgremover.output import FORMATS
-    from bgremover.presets import options_from
+    from bgremover.export.compose import ComposeOptions
+    from bgremover.export.output import FORMATS
+    from bgremover.export.presets import options_from
 
     options, _ = options_from(values, ComposeOptions(mask_only=mask))
     result = remover.remove(photo)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bgremover.errors import ModelError, UsageError
-from bgremover.session import (
+from bgremover.network.session import (
     CPU,
     SessionPool,
     available_providers,
@@ -68,7 +68,7 @@ def test_negative_threads_rejected(tiny_model: Path) -> None:
 
 def test_refine_and_compose_options_never_make_a_session(tiny_model: Path, rgb_gradient) -> None:
     """Removers that differ only in refinement share the pool's one session."""
-    from bgremover.pipeline import EngineConfig, Remover
+    from bgremover.engine.pipeline import EngineConfig, Remover
 
     pool = SessionPool()
     config = EngineConfig(str(tiny_model), providers="cpu")
@@ -86,7 +86,7 @@ def test_pool_releases_the_least_recently_used_session(tmp_path: Path, rgb_gradi
     import gc
     import weakref
 
-    from bgremover.pipeline import EngineConfig, Remover
+    from bgremover.engine.pipeline import EngineConfig, Remover
 
     pool = SessionPool(capacity=2)
     models = [build_tiny_model(tmp_path / f"m{i}.onnx", size=16 + 8 * i) for i in range(4)]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bgremover.compose import (
+from bgremover.export.compose import (
     ComposeOptions,
     Length,
     Shadow,
@@ -20,8 +20,8 @@ from bgremover.compose import (
     layout,
     placed_alpha,
 )
-from bgremover.presets import get_preset, options_from
-from bgremover.subject import find_subject, subject_box
+from bgremover.export.presets import get_preset, options_from
+from bgremover.mask.subject import find_subject, subject_box
 
 from conftest import DATA, ROOT, cli, make_window
 

@@ -1,4 +1,4 @@
-"""The touch-up tools' table (bgremover.tools.TOOLS): every part of bgremover that knows
+"""The touch-up tools' table (bgremover.touchup.tools.TOOLS): every part of bgremover that knows
 a tool reads it, so the engine, an edits file and the app list the same tools, and a
 tool not in the table is refused in words wherever it turns up."""
 
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bgremover.edit import Editor, Edits, Operation, apply_edits, load_edits
 from bgremover.errors import EditsError
-from bgremover.imaging import read_image
-from bgremover.tools import TOOLS, Kind, keep_largest, tool_named
+from bgremover.files.imaging import read_image
+from bgremover.touchup.edit import Editor, Edits, Operation, apply_edits, load_edits
+from bgremover.touchup.tools import TOOLS, Kind, keep_largest, tool_named
 
 from conftest import DATA, cli
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from bgremover.errors import BgRemoverError, ErrorKind, ImageReadError, ModelError
-from bgremover.families import Signature, guess_family
+from bgremover.files.imaging import HEIF_EXTENSIONS, read_image
 from bgremover.gui.wording import APP_ADVICE, app_advice, app_message
-from bgremover.imaging import HEIF_EXTENSIONS, read_image
-from bgremover.models import DEFAULT_MODEL, REGISTRY, ModelStore, Source, local_spec
-from bgremover.session import create_session
+from bgremover.network.families import Signature, guess_family
+from bgremover.network.models import DEFAULT_MODEL, REGISTRY, ModelStore, Source, local_spec
+from bgremover.network.session import create_session
 
 #: Words a desktop user should never have to read in the app's messages.
 CLI_WORDS = ("--", "bgremover models", "`", "Pillow", "pip install pillow-heif")
@@ -131,6 +131,49 @@ def test_each_kind_the_app_words_names_real_menu_items(window, tmp_path: Path) -
         named = [item for item in real if item in advice]
         assert named and advice.count("▸") == len(named), (kind, advice)
         assert_plain(BgRemoverError("Something failed.", app_fix=advice, kind=kind))
+
+
+def real_menu_item(window, text: str) -> str:
+    """The menu item whose text starts with ``text`` as the real window's menu bar shows
+    it: "Menu ▸ Text (Shortcut)", read from the QAction itself."""
+    for top in window.menuBar().actions():
+        menu = top.menu()
+        for action in menu.actions() if menu is not None else ():
+            if action.text().replace("&", "").startswith(text):
+                title, shown = menu.title().replace("&", ""), action.text().replace("&", "")
+                keys = action.shortcut().toString()
+                return f"{title} ▸ {shown}" + (f" ({keys})" if keys else "")
+    raise AssertionError(f"no menu item {text!r}")
+
+
+def test_the_apps_notes_name_the_real_reprocess_item(window) -> None:
+    """The settings pane's note, Save's refusal for an image that was not processed and
+    the reason given for a cancelled model preparation name the menu item that redoes
+    the queue by the real QAction's menu, text and shortcut (read through
+    wording.use_menus), not by a copy of its words that could drift."""
+    from bgremover.engine.pipeline import EngineConfig
+    from bgremover.gui.entry import QueueEntry
+    from bgremover.gui.jobs import JobEnd, JobState
+    from bgremover.gui.queue_jobs import _stopped_reason
+    from bgremover.gui.settings_panel import APPLIES_TO
+
+    reprocess = real_menu_item(window, "Reprocess")
+    assert reprocess == "Edit ▸ Reprocess All with Current Settings (Ctrl+R)"
+    note = window.panel.applies_label.text()
+    assert note == f"{APPLIES_TO} {reprocess} redoes the whole queue now."
+    entry = QueueEntry(1, Path("cat.jpg"), "cat.jpg")
+    entry.cutout.stopped("Stopped before it ran.")
+    refusal = window.saving.why_nothing_to_save(entry)
+    assert refusal == f"cat.jpg was not processed. {reprocess} makes its cutout."
+    config = EngineConfig(model="slowmodel")
+    cause = JobEnd(1, "prepare", ("prepare", None, config), JobState.CANCELLED)
+    end = JobEnd(2, "process", ("process", 1, config), JobState.CANCELLED, blocked_by=cause)
+    reason = _stopped_reason(cause, end)
+    assert reason == (
+        f"Not processed: you cancelled preparing the model slowmodel. {reprocess} tries again."
+    )
+    for text in (note, refusal, reason):
+        assert text.count("▸") == 1 and "Reprocess (" not in text and "All (" not in text
 
 
 def test_errors_carry_their_kind(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _load_runtime() -> BgRemoverError | None:
     """ONNX Runtime loaded, or why it cannot be (said once Qt can show it)."""
-    from ..session import load_runtime
+    from ..network.session import load_runtime
 
     try:
         load_runtime()
@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     sides = None
     if args.compare_a or args.compare_b:
-        from ..comparison import parse_side
+        from ..compare.comparison import parse_side
 
         args.compare = True
         try:
@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runtime_error = _load_runtime()
     from PySide6.QtCore import QTimer
 
-    from .queue import Status
+    from .entry import Status
     from .window import MainWindow, application
 
     app = application()

@@ -15,7 +15,15 @@ result, so nothing moves when it arrives.
 from __future__ import annotations
 
 from PySide6.QtCore import QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QImage, QLinearGradient, QPainter
+from PySide6.QtGui import (
+    QColor,
+    QImage,
+    QLinearGradient,
+    QPainter,
+    QPaintEvent,
+    QResizeEvent,
+    QStandardItemModel,
+)
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -30,8 +38,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..models import PRECISIONS, REGISTRY, ModelStore
-from ..report import DEFAULT_HEAT_SCALE, HEAT_SCALES, heat_lut, heatmap, scale_label
+from ..compare.report import DEFAULT_HEAT_SCALE, HEAT_SCALES, heat_lut, heatmap, scale_label
+from ..network.models import PRECISIONS, REGISTRY, ModelStore
 from .imageconv import to_qimage
 from .model_choice import (
     DEFAULT_SIDES,
@@ -87,7 +95,7 @@ class HeatLegend(QWidget):
     def title_rect(self) -> QRect:
         return QRect(0, 0, self._title_width(), self.BAR_HEIGHT + self.TICK)
 
-    def paintEvent(self, event) -> None:
+    def paintEvent(self, event: QPaintEvent) -> None:
         lut = heat_lut()
         painter = QPainter(self)
         bar = self.bar_rect()
@@ -233,7 +241,7 @@ class PaneArea(QWidget):
         for pane in self.panes:
             pane.setVisible(shown)
 
-    def resizeEvent(self, event) -> None:
+    def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         self._arrange()
 
@@ -251,7 +259,9 @@ class SideChooser(QWidget):
     #: The user chose another model or precision (a download was agreed to).
     changed = Signal()
 
-    def __init__(self, name: str, side: Side, store: ModelStore, parent=None) -> None:
+    def __init__(
+        self, name: str, side: Side, store: ModelStore, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.name = name
         self._store = store
@@ -327,7 +337,9 @@ class SideChooser(QWidget):
     def _offer_precisions(self) -> None:
         """int8 only for models that have it; such a side falls back to fp32."""
         int8 = offers_int8(self.model())
-        item = self.precision_box.model().item(self.precision_box.findData("int8"))
+        model = self.precision_box.model()
+        assert isinstance(model, QStandardItemModel)  # a combo box's own model
+        item = model.item(self.precision_box.findData("int8"))
         item.setEnabled(int8)
         if not int8 and self.precision_box.currentData() == "int8":
             self.precision_box.blockSignals(True)
@@ -380,8 +392,8 @@ class ComparisonView(QWidget):
         )
         self.raw_toggle.toggled.connect(self._refresh)
         self.scale_box = QComboBox()
-        for value in HEAT_SCALES:
-            self.scale_box.addItem(f"full scale {value:g}", value)
+        for scale in HEAT_SCALES:
+            self.scale_box.addItem(f"full scale {scale:g}", scale)
         self.scale_box.setCurrentIndex(self.scale_box.findData(DEFAULT_HEAT_SCALE))
         self.scale_box.setToolTip(
             "The heatmap's full scale: differences at or above it show at full colour"

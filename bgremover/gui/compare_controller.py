@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QTabWidget
 
-from ..pipeline import EngineConfig
+from ..engine.pipeline import EngineConfig
 from .compare import ComparisonView
 from .entry import QueueEntry, Status
 from .host import Host

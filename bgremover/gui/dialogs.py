@@ -6,7 +6,15 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QPoint, Qt, QUrl, Signal
-from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDesktopServices,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeySequence,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -29,10 +37,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..batch import counts_words
-from ..families import FAMILIES
-from ..models import REGISTRY
-from ..output import FORMATS
+from ..engine.batch import counts_words
+from ..export.output import FORMATS
+from ..network.families import FAMILIES
+from ..network.models import REGISTRY
 from .jobs import JobEnd, JobState
 from .results import BatchProgress
 from .settings import Settings
@@ -191,7 +199,8 @@ class FailureList(QTreeWidget):
         return "\n".join(f"{i.data(0, self.PATH_ROLE)}\t{i.text(1)}" for i in chosen)
 
     def _all(self) -> list[QTreeWidgetItem]:
-        return [self.topLevelItem(i) for i in range(self.topLevelItemCount())]
+        items = (self.topLevelItem(i) for i in range(self.topLevelItemCount()))
+        return [item for item in items if item is not None]
 
     def copy_selected(self) -> None:
         """The selected rows to the clipboard (all of them when none is selected)."""
@@ -307,11 +316,11 @@ class BatchDialog(QDialog):
         if folder:
             edit.setText(folder)
 
-    def dragEnterEvent(self, event) -> None:
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
 
-    def dropEvent(self, event) -> None:
+    def dropEvent(self, event: QDropEvent) -> None:
         for url in event.mimeData().urls():
             if url.isLocalFile() and Path(url.toLocalFile()).is_dir():
                 self.input_edit.setText(url.toLocalFile())
@@ -423,7 +432,7 @@ class BatchDialog(QDialog):
             f"{count} image{'s' if count != 1 else ''} failed (Ctrl+C copies the selected rows):"
         )
 
-    def closeEvent(self, event) -> None:
+    def closeEvent(self, event: QCloseEvent) -> None:
         if self.running:
             self.cancelRequested.emit()
         super().closeEvent(event)

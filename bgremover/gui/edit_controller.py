@@ -13,20 +13,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction, QImage
 from PySide6.QtWidgets import QFileDialog, QLabel, QWidget
 
-from ..atomic import write_atomically
-from ..edit import Box, Operation
 from ..errors import BgRemoverError, EditsError, ImageReadError
-from ..imaging import IMAGE_EXTENSIONS, open_image
-from ..tools import TOOLS, Kind, mask_from_image
+from ..files.atomic import write_atomically
+from ..files.imaging import IMAGE_EXTENSIONS, open_image
+from ..touchup.edit import Box, Operation
+from ..touchup.tools import TOOLS, Kind, mask_from_image
 from .dialogs import show_error
 from .editing import EditTools, edit_mode_hint, overlay_image
 from .entry import EditRequest, QueueEntry, Status
 from .host import Host
-from .jobs import Job, JobEnd, JobState
+from .jobs import Job, JobContext, JobEnd, JobState
 from .result_page import ResultPage
 from .results import Processed
 from .wording import app_message
@@ -38,7 +39,9 @@ class TouchUpActions(Protocol):
     edit_mode: QAction
     overlay: QAction
     tool_actions: dict[str, QAction]
-    edit_bar: QWidget
+
+    @property
+    def edit_bar(self) -> QWidget: ...  # read only: a QWidget of any kind
 
     def update_enabled(
         self, entry: QueueEntry | None, edit_mode: bool, ready: bool, why_not: str
@@ -178,7 +181,7 @@ class EditController(QObject):
             return p.original, self._overlay(p, p.result.alpha)
         return {"original": p.original, "output": output, "mask": p.mask}[self.page.mode], None
 
-    def _overlay(self, owner: object, alpha) -> QImage:
+    def _overlay(self, owner: object, alpha: np.ndarray) -> QImage:
         """The overlay of ``alpha``, made once while ``owner`` (a result, an editor) stays."""
         if self._overlay_for is None or self._overlay_for[0] is not owner:
             self._overlay_for = (owner, overlay_image(alpha))
@@ -203,7 +206,7 @@ class EditController(QObject):
             return None
         h, w = entry.processed.result.mask.shape
 
-        def read(ctx) -> Operation:
+        def read(ctx: JobContext) -> Operation:
             advice = "Choose a mask image (white kept, black removed) or a cutout PNG."
             try:
                 # Through the allow-list of formats, as photos are: an EPS given as a

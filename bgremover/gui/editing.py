@@ -1,11 +1,11 @@
 """Touch-up on the Result view: the edit tools turn the mouse into edit operations.
 
-The tools are the engine's table (:data:`bgremover.tools.TOOLS`): what each is given
+The tools are the engine's table (:data:`bgremover.touchup.tools.TOOLS`): what each is given
 (its kind) says what the mouse draws for it, and its record gives the preview's
 colour and the hint's words. The pixels are the engine's. Here a brush stroke is only a
 path drawn as the mouse moves (at screen resolution, the brush's true width at any
 zoom), a click a point, a box a rectangle: each becomes an
-:class:`~bgremover.edit.Operation` in the photo's full-size pixel coordinates (the
+:class:`~bgremover.touchup.edit.Operation` in the photo's full-size pixel coordinates (the
 scene's: the Result view shows the photo at its own size), which the window has
 applied as a job. What was drawn stays until the job has applied it. A circle of
 the brush's size follows the mouse. The overlay shows the mask over the photo:
@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..tools import TOOLS, Kind, Operation, Tool
+from ..touchup.tools import TOOLS, Kind, Operation, Tool
 from .imageconv import to_indexed
 from .views import ImageView
 
@@ -380,11 +380,11 @@ class EditBar(QToolBar):
         )
         self.hardness_spin.valueChanged.connect(lambda v: tools.set_hardness(v / 100))
         self.addWidget(self.hardness_spin)
-        for action in actions:
-            if action is None:
+        for extra in actions:
+            if extra is None:
                 self.addSeparator()
             else:
-                self.addAction(action)
+                self.addAction(extra)
         # Every tool and action looks like a button (a tool bar draws them flat until
         # one is checked), and the column's buttons are one width.
         for button in self.buttons():

@@ -14,13 +14,20 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtGui import QImage
 
-from ..edit import Edits, Operation
-from ..imaging import LoadedImage
+from ..files.imaging import LoadedImage
+from ..touchup.edit import Edits, Operation
 from .results import Compared, Processed
+
+if TYPE_CHECKING:  # annotations only: importing these loads the engine
+    from ..engine.pipeline import EngineConfig
+    from ..export.compose import ComposeOptions
+
+#: The settings a restage works for: the model settings, the export options, the format.
+RestageSettings = tuple["EngineConfig", "ComposeOptions", str]
 
 #: What the queue's row and the detail pane add for an image the user has edited.
 EDITED_MARK = "✎ edited"
@@ -69,7 +76,7 @@ class CutoutState:
     #: (config, options, format) a restage failed for: not tried again until the settings
     #: change (the user was told once).
     restage_job: int | None = None
-    restage_failed: tuple | None = None
+    restage_failed: RestageSettings | None = None
     #: The model settings (an EngineConfig without refinement) its result was made with,
     #: kept when the result is dropped from memory; None before a result.
     made_with: Any = None
@@ -111,7 +118,7 @@ class CutoutState:
     def restage_started(self, job_id: int) -> None:
         self.restage_job = job_id
 
-    def restage_failed_for(self, settings: tuple) -> None:
+    def restage_failed_for(self, settings: RestageSettings) -> None:
         """The restage failed for ``settings`` (reported once): not tried again for them."""
         self.restage_failed = settings
 
@@ -416,4 +423,4 @@ class QueueEntry:
         if self.processed is None:
             return 0
         h, w = self.processed.result.mask.shape
-        return h * w * (3 if self.compared is not None else 1)
+        return int(h * w) * (3 if self.compared is not None else 1)

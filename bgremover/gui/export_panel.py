@@ -1,10 +1,13 @@
 """The Export panel: what the saved file looks like (preset, background, framing,
 effects) and how it is encoded, with one signal saying which settings changed.
 
+One module because the panel's rows share one change signal and one set of fields; the
+rows are made from the option records, its questions and swatches have modules of their own.
+
 Its fields are the :class:`~bgremover.gui.settings.Settings` export fields, spelled as
 presets and the command line spell them, so a preset chosen here, one saved from here
 and the command line's flags are read by the same code. Labels, tooltips and ranges are
-the option records' (:mod:`bgremover.options`); each on/off option whose record asks for
+the option records' (:mod:`bgremover.export.options`); each on/off option whose record asks for
 a check box of this panel gets one, in the row its record names (:data:`SWITCH_ROWS`).
 """
 
@@ -35,11 +38,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..compose import Enlarged
 from ..errors import UsageError
-from ..imaging import IMAGE_EXTENSIONS, is_image_name
-from ..options import BLUR as BLUR_STRENGTH
-from ..options import (
+from ..export.compose import Enlarged
+from ..export.options import BLUR as BLUR_STRENGTH
+from ..export.options import (
     DEFAULT_QUALITY,
     EXPORT_OPTIONS,
     OPTIONS,
@@ -52,8 +54,8 @@ from ..options import (
     parse_length,
     parse_outline,
 )
-from ..output import FORMATS
-from ..presets import (
+from ..export.output import FORMATS
+from ..export.presets import (
     Preset,
     builtin_presets,
     load_presets,
@@ -62,6 +64,7 @@ from ..presets import (
     save_preset,
     values_of,
 )
+from ..files.imaging import IMAGE_EXTENSIONS, is_image_name
 from .questions import PresetNameDialog, ask_yes, warn
 from .settings import Settings, background_problem, export_fields
 from .swatches import (
@@ -595,8 +598,8 @@ class ExportPanel(QGroupBox):
         self.form.setRowVisible(self.fit_box, bool(s.background_image))
         select_data(self.fit_box, s.background_fit)
 
-        for key, box in self.switch_boxes.items():
-            box.setChecked(bool(getattr(s, OPTIONS[key].settings[0])))
+        for key, check in self.switch_boxes.items():
+            check.setChecked(bool(getattr(s, OPTIONS[key].settings[0])))
         try:
             margin = parse_length(s.margin or "0")
         except UsageError:

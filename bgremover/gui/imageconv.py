@@ -70,7 +70,8 @@ def qimage_to_rgba(image: QImage) -> np.ndarray:
     img = image.convertToFormat(QImage.Format.Format_RGBA8888)
     w, h = img.width(), img.height()
     buf = np.frombuffer(img.constBits(), dtype=np.uint8, count=img.sizeInBytes())
-    return buf.reshape(h, img.bytesPerLine())[:, : 4 * w].reshape(h, w, 4).copy()
+    rgba: np.ndarray = buf.reshape(h, img.bytesPerLine())[:, : 4 * w].reshape(h, w, 4).copy()
+    return rgba
 
 
 def thumbnail(rgb: np.ndarray, alpha: np.ndarray | None, side: int = 64) -> QImage:

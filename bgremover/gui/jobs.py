@@ -38,14 +38,14 @@ import itertools
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from ..errors import BgRemoverError
-from ..models import DownloadCancelled
+from ..network.models import DownloadCancelled
 from .wording import app_message
 
 
@@ -100,8 +100,9 @@ class Job:
     kind: str
     work: Callable[[JobContext], Any] = field(repr=False)
     #: What the job is for (an image's id, a folder, a model): the submitter's key for
-    #: finding and withdrawing it; never looked at by the runner.
-    tag: Hashable = None
+    #: finding and withdrawing it, any hashable value; never looked at by the runner, so
+    #: it is typed Any: each submitter reads back the tags it made.
+    tag: Any = None
     token: CancelToken = field(default_factory=CancelToken, repr=False)
     state: JobState = JobState.PENDING
     #: Jobs of the same runner, submitted earlier, that must succeed before this one runs.
@@ -118,7 +119,7 @@ class JobEnd:
 
     job_id: int
     kind: str
-    tag: Hashable
+    tag: Any
     state: JobState
     result: Any = None
     #: For a failure: the message meant for the user (in the app's words), the
@@ -184,7 +185,7 @@ class JobRunner(QObject):
         kind: str,
         work: Callable[[JobContext], Any],
         *,
-        tag: Hashable = None,
+        tag: Any = None,
         on_end: Callable[[JobEnd], None] | None = None,
         on_progress: Callable[[int, Any], None] | None = None,
         after: Job | Iterable[Job | None] | None = None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QMessageBox, QWidget
 
-from ..models import REGISTRY, ModelSpec, ModelStore, size_text
+from ..network.models import REGISTRY, ModelSpec, ModelStore, size_text
 
 #: A side of a comparison as the user chose it: a model (None: the model of the
 #: settings) and a precision.

@@ -16,9 +16,9 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog
 
+from ..engine.pipeline import EngineConfig
 from ..errors import AmbiguousFamilyError, ModelError
-from ..models import DEFAULT_MODEL, REGISTRY
-from ..pipeline import EngineConfig
+from ..network.models import DEFAULT_MODEL, REGISTRY
 from .compare import ComparisonView
 from .dialogs import ask_family, show_error
 from .host import Host

@@ -13,7 +13,7 @@ from PySide6.QtCore import QMimeData, QObject
 from PySide6.QtGui import QGuiApplication, QImage
 from PySide6.QtWidgets import QFileDialog, QMenu
 
-from ..imaging import IMAGE_EXTENSIONS, LoadedImage, from_array, walk_images
+from ..files.imaging import IMAGE_EXTENSIONS, LoadedImage, from_array, walk_images
 from .entry import QueueEntry, Status
 from .host import Host
 from .imageconv import qimage_to_rgba

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..presets import NAME_PATTERN
+from ..export.presets import NAME_PATTERN
 
 
 def warn(parent: QWidget, title: str, text: str) -> QMessageBox:

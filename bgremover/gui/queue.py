@@ -24,7 +24,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QIcon, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import QApplication, QStyle
 
-from ..imaging import LoadedImage
+from ..files.imaging import LoadedImage
 from .entry import QueueEntry, Status
 
 #: Full-size results (colour, masks and their display images: about 17 bytes a pixel)

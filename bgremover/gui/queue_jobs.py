@@ -24,15 +24,16 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from ..edit import Operation
+from ..engine.pipeline import EngineConfig
 from ..errors import ModelError
-from ..pipeline import EngineConfig
+from ..touchup.edit import Operation
 from .entry import EditRequest, QueueEntry, Status
 from .jobs import Job, JobEnd, JobRunner, JobState
 from .model_choice import DEFAULT_SIDES, Side
 from .queue import QueueModel
 from .results import Preparing, Processed
 from .settings import Settings
+from .wording import app_words
 from .worker import Worker, apply_edit, needs_model, restage
 
 
@@ -571,7 +572,5 @@ def _stopped_reason(cause: JobEnd, end: JobEnd) -> str:
     if cause is end:
         return "Stopped before it ran."
     config = cause.tag[-1]
-    return (
-        f"Not processed: you cancelled preparing the model {config.model}. "
-        "Reprocess (Ctrl+R) to try again."
-    )
+    again = app_words(" {reprocess} tries again.")
+    return f"Not processed: you cancelled preparing the model {config.model}.{again}"

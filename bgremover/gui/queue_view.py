@@ -21,7 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .queue import ICON_SIZE, NAME_ROLE, STATUS_ROLE, STATUS_TEXT_ROLE, Status
+from .entry import Status
+from .queue import ICON_SIZE, NAME_ROLE, STATUS_ROLE, STATUS_TEXT_ROLE
 
 Index = QModelIndex | QPersistentModelIndex
 

@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..edit import Box
-from ..pipeline import Result
+from ..engine.pipeline import Result
+from ..touchup.edit import Box
 from .entry import QueueEntry, Status
 from .settings import Settings
 from .views import DropZone, ImageView

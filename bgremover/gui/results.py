@@ -19,10 +19,10 @@ from PySide6.QtGui import QImage
 from ..errors import EditsError
 
 if TYPE_CHECKING:  # annotations only: importing these loads the engine
-    from ..comparison import Comparison
-    from ..compose import ComposeOptions, Enlarged
-    from ..edit import Box, Editor, Edits
-    from ..pipeline import EngineConfig, Remover, Result
+    from ..compare.comparison import Comparison
+    from ..engine.pipeline import EngineConfig, Remover, Result
+    from ..export.compose import ComposeOptions, Enlarged
+    from ..touchup.edit import Box, Editor, Edits
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Preparing:
 
 
 class ModelSegmenter:
-    """The model behind an :class:`~bgremover.edit.Editor`'s box edits.
+    """The model behind an :class:`~bgremover.touchup.edit.Editor`'s box edits.
 
     It runs the model through the Remover of the engine job applying the edit, and has
     none between such jobs: the engine thread alone runs the model, and an edit that
@@ -159,7 +159,7 @@ class BatchProgress:
     elapsed: float = 0.0
     problems: tuple[tuple[Path, str], ...] = field(default=())
     #: Of ``done``: the outputs made again because their settings had changed, by reason
-    #: (see :attr:`bgremover.batch.ItemDone.redone`).
+    #: (see :attr:`bgremover.engine.batch.ItemDone.redone`).
     redone: Mapping[str, int] = field(default_factory=dict)
     #: At the end: the int8 guard's line (how many images were made in fp32), or "".
     note: str = ""

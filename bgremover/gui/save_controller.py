@@ -18,13 +18,14 @@ from PySide6.QtCore import QObject
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from ..output import FORMATS, format_for_path
-from ..pipeline import Result
+from ..engine.pipeline import Result
+from ..export.output import FORMATS, format_for_path
 from .dialogs import show_error
 from .entry import EditRequest, QueueEntry, Status
 from .host import Host
 from .jobs import Job, JobEnd, JobState
 from .settings import Settings
+from .wording import app_words
 from .worker import composed_image, save
 
 
@@ -63,7 +64,8 @@ class SaveController(QObject):
         if entry.status is Status.FAILED:
             return f"{entry.name} could not be processed, so there is nothing to save."
         if entry.status is Status.STOPPED:
-            return f"{entry.name} was not processed: Reprocess (Ctrl+R) to make its cutout."
+            how = app_words(" {reprocess} makes its cutout.")
+            return f"{entry.name} was not processed.{how}"
         if entry.processed is None or entry.cutout.job is not None:
             return f"{entry.name} is still being processed; save it when it shows done."
         return ""
@@ -211,7 +213,9 @@ class SaveController(QObject):
             after=pending,
         )
 
-    def _up_to_date(self, entry: QueueEntry | None, verb: str):
+    def _up_to_date(
+        self, entry: QueueEntry | None, verb: str
+    ) -> tuple[Job | None, Callable[[], Result]] | None:
         """For writing ``entry``'s output: the job bringing its result up to the settings
         (None when it is) and a function giving that result on the output thread once it
         ran; None, with the reason in the status bar, when there is nothing to write yet."""

@@ -1,7 +1,7 @@
 """Save Selected and Save All: many images of the queue into one folder, as one job.
 
 The folder is asked for once. The names are planned as a batch plans them
-(:func:`~bgremover.plan.plan_names`: ``NAME.png`` made legal on every file system,
+(:func:`~bgremover.engine.plan.plan_names`: ``NAME.png`` made legal on every file system,
 no two alike, never a photo's own name, never a file already in the folder). Each
 image is then made from its photo with the current settings and the user's edits,
 and written atomically with the record of its photo (what a batch over the same
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,14 +29,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..atomic import Claim
-from ..compose import ComposeOptions
-from ..edit import Edits
+from ..engine.pipeline import EngineConfig, Remover
+from ..engine.plan import plan_names
 from ..errors import BgRemoverError, DiskFullError, ImageWriteError
-from ..imaging import LoadedImage
-from ..output import SourceRecord, write_output
-from ..pipeline import EngineConfig, Remover
-from ..plan import plan_names
+from ..export.compose import ComposeOptions
+from ..export.output import SourceRecord, write_output
+from ..files.atomic import Claim
+from ..files.imaging import LoadedImage
+from ..touchup.edit import Edits
 from .dialogs import show_error
 from .entry import QueueEntry, Status
 from .host import Host
@@ -125,7 +125,9 @@ def write_item(remover: Remover, item: SaveItem, request: SaveRequest) -> int:
         claim.release()
 
 
-def save_images(ctx: JobContext, worker: Worker, request: SaveRequest) -> Iterator[SaveEvent]:
+def save_images(
+    ctx: JobContext, worker: Worker, request: SaveRequest
+) -> Generator[SaveEvent, None, str]:
     """The job body: each image of ``request`` made and written, one event each.
 
     A model that cannot be obtained or loaded fails the job before any file. A file

@@ -9,11 +9,10 @@ from typing import Any
 
 from PySide6.QtCore import QSettings
 
-from ..compose import ComposeOptions, background_image
+from ..engine.pipeline import EngineConfig
 from ..errors import BgRemoverError, UsageError
-from ..families import FAMILIES
-from ..models import REGISTRY
-from ..options import (
+from ..export.compose import ComposeOptions, background_image
+from ..export.options import (
     EXPORT_OPTIONS,
     OPTIONS,
     SchemaSwitches,
@@ -22,13 +21,14 @@ from ..options import (
     settings_fields,
     values_from_settings,
 )
-from ..options import color_text as color_text
-from ..output import FORMATS
-from ..pipeline import EngineConfig
-from ..presets import check_export, options_from, parse_format
+from ..export.options import color_text as color_text
+from ..export.output import FORMATS
+from ..export.presets import check_export, options_from, parse_format
+from ..network.families import FAMILIES
+from ..network.models import REGISTRY
 
 #: The settings that say what an output looks like and how it is encoded, each the app's
-#: field of an export option (bgremover.options: the Export panel's, and decontaminate,
+#: field of an export option (bgremover.export.options: the Export panel's, and decontaminate,
 #: the settings pane's), spelled as presets and the command line spell them (see
 #: :meth:`Settings.values`).
 EXPORT_FIELDS = settings_fields()
@@ -37,7 +37,7 @@ EXPORT_FIELDS = settings_fields()
 @dataclass(frozen=True)
 class Settings(SchemaSwitches):
     """What the app remembers. The export fields' defaults and meaning are their option
-    records' (bgremover.options); each switch of ``options.SWITCHES`` adds a bool field
+    records' (bgremover.export.options); each switch of ``options.SWITCHES`` adds a bool field
     of its name, inherited from ``SchemaSwitches``. Give the fields by keyword."""
 
     # The engine's fields, with the engine's defaults (see engine()).
@@ -89,8 +89,8 @@ class Settings(SchemaSwitches):
         )
 
     def values(self) -> dict[str, Any]:
-        """The export settings as option values (:data:`bgremover.presets.KEYS`), read by
-        :func:`bgremover.presets.options_from` like a preset or the command line's flags;
+        """The export settings as option values (:data:`bgremover.export.presets.KEYS`), read by
+        :func:`bgremover.export.presets.options_from` like a preset or the command line's flags;
         each option's record says how (a margin only counts with a crop or a canvas, as
         the panel greys it out otherwise)."""
         return values_from_settings(self)
@@ -143,7 +143,7 @@ class Settings(SchemaSwitches):
 def export_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     """The export settings that option ``values`` (a preset's) make: the fields they name,
     the others at their defaults (choosing a preset sets all of them). Each value is read
-    by its option record, as :func:`bgremover.presets.options_from` reads it."""
+    by its option record, as :func:`bgremover.export.presets.options_from` reads it."""
     defaults = Settings()
     found: dict[str, Any] = {name: getattr(defaults, name) for name in EXPORT_FIELDS}
     for option in EXPORT_OPTIONS:
@@ -165,11 +165,13 @@ def qsettings() -> QSettings:
 
 def load_settings() -> Settings:
     store = qsettings()
-    values = {}
+    values: dict[str, Any] = {}
     defaults = Settings()
     for f in fields(Settings):
         default = getattr(defaults, f.name)
-        raw = store.value(f"settings/{f.name}", default)
+        # What the INI file holds: a string as a rule, the default when absent.
+        raw: Any = store.value(f"settings/{f.name}", default)
+        value: bool | int | str
         try:
             if isinstance(default, bool):
                 value = parse_bool(raw, f.name)
@@ -235,7 +237,7 @@ RECENT_LIMIT = 10
 def recent_paths() -> list[str]:
     """Files and folders opened lately, newest first (File ▸ Open Recent)."""
     raw = qsettings().value("recent/paths", [])
-    items = [raw] if isinstance(raw, str) else list(raw or [])
+    items = [raw] if isinstance(raw, str) else list(raw) if isinstance(raw, list | tuple) else []
     return [str(item) for item in items if item][:RECENT_LIMIT]
 
 

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..models import PRECISIONS, REGISTRY, ModelStore
-from ..session import available_providers
+from ..network.models import PRECISIONS, REGISTRY, ModelStore
+from ..network.session import available_providers
 from .export_panel import ExportPanel, select_data
 from .model_choice import (
     ModelBox,
@@ -29,14 +29,22 @@ from .model_choice import (
     relabel_models,
 )
 from .settings import Settings
+from .wording import app_words
 
 #: What each precision means to a user choosing it.
 PRECISION_LABELS = {"fp32": "fp32 (exact)", "int8": "int8 (faster; see Compare)"}
-#: Under the settings: whom a change reaches.
+#: Under the settings: whom a change reaches (:func:`applies_to` adds the menu item that
+#: redoes the whole queue).
 APPLIES_TO = (
     "Changes apply at once to the image shown, and to the others when you view or "
-    "save them, and to batches. Edit ▸ Reprocess All (Ctrl+R) redoes the whole queue now."
+    "save them, and to batches."
 )
+
+
+def applies_to() -> str:
+    """The note under the settings: :data:`APPLIES_TO`, then the menu item that redoes
+    the whole queue by its real text once a window has registered its menus."""
+    return APPLIES_TO + app_words(" {reprocess} redoes the whole queue now.")
 
 
 class SettingsPanel(QWidget):
@@ -111,7 +119,7 @@ class SettingsPanel(QWidget):
         self.decontaminate_box.setChecked(settings.decontaminate)
         self.fallback_label = QLabel("")
         self.fallback_label.setWordWrap(True)
-        self.applies_label = QLabel(APPLIES_TO)
+        self.applies_label = QLabel(applies_to())
         self.applies_label.setWordWrap(True)
         # A note to read, in the text's own colour (a disabled label reads as switched off).
         note = self.applies_label.font()
@@ -197,6 +205,11 @@ class SettingsPanel(QWidget):
         """Each registry model's size and whether it is cached (else what there is to
         download); non-commercial weights marked."""
         relabel_models(self.model_box, self._store)
+
+    def name_menus(self) -> None:
+        """Word the note under the settings again, naming the menu items a window has
+        registered since (wording.use_menus) by their real texts."""
+        self.applies_label.setText(applies_to())
 
     def show_settings(self, settings: Settings) -> None:
         """Show ``settings`` (e.g. those a preset set) without reporting a change."""

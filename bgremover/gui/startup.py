@@ -97,7 +97,7 @@ def has_display(platform: str, env: Mapping[str, str]) -> bool:
     if env.get("WAYLAND_DISPLAY"):
         return True
     runtime = env.get("XDG_RUNTIME_DIR")  # where the Wayland client looks by default
-    return bool(runtime) and Path(runtime, "wayland-0").exists()
+    return runtime is not None and runtime != "" and Path(runtime, "wayland-0").exists()
 
 
 def _pyside_dirs() -> list[Path]:

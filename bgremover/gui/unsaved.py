@@ -24,11 +24,11 @@ def unsaved_words(entries: Sequence[QueueEntry]) -> str:
     if len(lost) == 1:
         edited = ", with your edits," if lost[0].edited else ""
         return f"The cutout of {lost[0].name}{edited} has not been saved."
-    edited = sum(e.edited for e in lost)
-    if edited == len(lost):
+    with_edits = sum(e.edited for e in lost)
+    if with_edits == len(lost):
         which = ", all of them with your edits"
-    elif edited:
-        which = f", {edited} of them with your edits"
+    elif with_edits:
+        which = f", {with_edits} of them with your edits"
     else:
         which = ", none of them with edits"
     return f"{len(lost)} cutouts have not been saved{which}."

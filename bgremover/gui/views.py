@@ -6,7 +6,16 @@ an empty window shows, and a label that shortens itself to its room."""
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QPixmap, QTransform, QWheelEvent
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QImage,
+    QPainter,
+    QPixmap,
+    QResizeEvent,
+    QTransform,
+    QWheelEvent,
+)
 from PySide6.QtWidgets import (
     QFrame,
     QGraphicsPixmapItem,
@@ -173,17 +182,17 @@ class ImageView(QGraphicsView):
             self.zoom_by(1.25**steps)
         event.accept()
 
-    def resizeEvent(self, event) -> None:
+    def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         if self._fit:
             self.fit()
 
-    def changeEvent(self, event) -> None:
+    def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange:  # the system went dark or light
             self.setBackgroundBrush(self.palette().window())
 
-    def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
+    def drawBackground(self, painter: QPainter, rect: QRectF | QRect) -> None:
         super().drawBackground(painter, rect)
         if self._checker is not None and self.has_image():
             painter.save()
@@ -333,7 +342,7 @@ class ElidedLabel(QLabel):
         height = super().minimumSizeHint().height()
         return QSize(4 * self.fontMetrics().horizontalAdvance("…"), height)
 
-    def resizeEvent(self, event) -> None:
+    def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         self._elide()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QIcon
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QFileOpenEvent, QIcon
 from PySide6.QtWidgets import (
     QApplication,
     QMainWindow,
@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from .. import __version__
-from ..models import ModelStore
+from ..network.models import ModelStore
 from .batch_controller import BatchController
 from .compare import ComparisonView
 from .compare_controller import CompareController
@@ -97,13 +97,14 @@ class MainWindow(QMainWindow):
         self.model_setting = ModelController(self, self.panel, self.compare)
         # Save Selected / Save All: the folder, the job, its progress and its report.
         self.save_many = SaveMany(self)
-        self.save_many.changed.connect(lambda: (self.update_enabled(), self.update_title()))
+        self.save_many.changed.connect(self.update_enabled)
+        self.save_many.changed.connect(self.update_title)
         self._build_actions()
         self.model_setting.forget_missing_model_file()
         self.compare.set_current_model(self.settings.model)
         self.show_current()  # the empty window: the drop zone
         # The before/after key, wherever the focus is in this window.
-        QApplication.instance().installEventFilter(self.result_page)
+        running_app().installEventFilter(self.result_page)
         self.resize(1280, 800)
 
     # ------------------------------------------------------------------ layout
@@ -153,8 +154,10 @@ class MainWindow(QMainWindow):
         self.editing.use_actions(self.touchup_menu)
         self.result_page.add_edit_tools(self.touchup_menu.edit_button, self.touchup_menu.edit_bar)
         self.help_menu = HelpMenu(self, application_icon())
-        # The app's advice on failures names these menu items by their real texts.
+        # The app's advice on failures, and its notes, name these menu items by their
+        # real texts; the settings pane, made before the menus, names them now.
         use_menus(reprocess=self.edit_menu.reprocess, model_file=self.file_menu.model_file)
+        self.panel.name_menus()
 
     # ------------------------------------------------------------------ leaving
     def unsaved_entries(self) -> list[QueueEntry]:
@@ -176,13 +179,13 @@ class MainWindow(QMainWindow):
         question = unsaved_words(entries) if self.confirm_quit else ""
         return not question or ask_before_losing(self, title, question, verb, SAVE_HINT)
 
-    def closeEvent(self, event) -> None:
+    def closeEvent(self, event: QCloseEvent) -> None:
         question = self._quit_question() if self.confirm_quit else ""
         hint = SAVE_HINT if self.unsaved_entries() else ""
         if question and not ask_before_losing(self, "Quit bgremover?", question, "Quit", hint):
             event.ignore()
             return
-        QApplication.instance().removeEventFilter(self.result_page)
+        running_app().removeEventFilter(self.result_page)
         # Stop the engine's work (a batch finishes the images it is writing); saves the
         # user asked for still complete. Then leave.
         self.engine.shutdown()
@@ -229,11 +232,11 @@ class MainWindow(QMainWindow):
         """Queue image files; folders are walked (see :meth:`OpenController.add_paths`)."""
         return self.opening.add_paths(paths)
 
-    def dragEnterEvent(self, event) -> None:
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasUrls() or event.mimeData().hasImage():
             event.acceptProposedAction()
 
-    def dropEvent(self, event) -> None:
+    def dropEvent(self, event: QDropEvent) -> None:
         self.opening.drop(event.mimeData())
         event.acceptProposedAction()
 
@@ -377,8 +380,8 @@ class Application(QApplication):
 
     fileOpened = Signal(Path)
 
-    def event(self, event) -> bool:
-        if event.type() == QEvent.Type.FileOpen:
+    def event(self, event: QEvent) -> bool:
+        if isinstance(event, QFileOpenEvent):  # PySide gives a FileOpen event its class
             self.fileOpened.emit(Path(event.file()))
             return True
         return super().event(event)
@@ -392,6 +395,13 @@ def application() -> QApplication:
     app.setApplicationVersion(__version__)
     app.setWindowIcon(application_icon())
     return app
+
+
+def running_app() -> QApplication:
+    """The running application (a window exists only once it does)."""
+    running = QApplication.instance()
+    assert isinstance(running, QApplication)
+    return running
 
 
 def application_icon() -> QIcon:

@@ -79,16 +79,22 @@ def use_menus(**actions: QAction) -> None:
     _MENUS.update({name: menu_item(action) for name, action in actions.items()})
 
 
-def app_advice(error: BgRemoverError) -> str:
-    """The app's words for where the fix for ``error`` is in the app; "" when the app
-    has none for its kind, or no window has registered the menus they name."""
-    template = APP_ADVICE.get(error.kind)
-    if template is None:
-        return ""
+def app_words(template: str) -> str:
+    """``template`` with its ``{names}`` the menu items :func:`use_menus` registered under
+    them ("{reprocess} tries again." -> "Edit ▸ Reprocess All with Current Settings
+    (Ctrl+R) tries again."); "" while one of them is not registered (no window yet), so
+    that a text naming a menu item is left out rather than naming a stale one."""
     try:
         return template.format_map(_MENUS)
     except KeyError:
         return ""
+
+
+def app_advice(error: BgRemoverError) -> str:
+    """The app's words for where the fix for ``error`` is in the app; "" when the app
+    has none for its kind, or no window has registered the menus they name."""
+    template = APP_ADVICE.get(error.kind)
+    return "" if template is None else app_words(template)
 
 
 def app_message(error: BgRemoverError) -> str:

@@ -2,7 +2,7 @@
 
 The GUI never calls ONNX Runtime. It submits these methods as jobs to a
 :class:`~bgremover.gui.jobs.JobRunner`; they run one at a time on its thread,
-which alone creates sessions, all from one :class:`~bgremover.session.SessionPool`
+which alone creates sessions, all from one :class:`~bgremover.network.session.SessionPool`
 owned here. Results carry display-ready images made on that thread, so the GUI
 thread only shows them; their types are in :mod:`bgremover.gui.results`, which
 imports none of the engine.
@@ -11,25 +11,25 @@ imports none of the engine.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from PySide6.QtGui import QImage
 
-from ..batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
-from ..comparison import compare
-from ..compose import ComposeOptions, Length, enlargement
-from ..edit import Editor, Edits, Operation
-from ..guard import summary as guard_summary
-from ..imaging import LoadedImage
-from ..models import DownloadCancelled, ModelStore
-from ..output import FORMATS, SourceRecord, encoded_preview, write_output
-from ..pipeline import EngineConfig, Remover, Result, TaskProgress
-from ..plan import plan_batch
-from ..report import DEFAULT_HEAT_SCALE, heatmap
-from ..session import SessionInfo, SessionPool
+from ..compare.comparison import compare
+from ..compare.report import DEFAULT_HEAT_SCALE, heatmap
+from ..engine.batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
+from ..engine.pipeline import EngineConfig, Remover, Result, TaskProgress
+from ..engine.plan import plan_batch
+from ..export.compose import ComposeOptions, Length, enlargement
+from ..export.output import FORMATS, SourceRecord, encoded_preview, write_output
+from ..files.imaging import LoadedImage
+from ..network.guard import summary as guard_summary
+from ..network.models import DownloadCancelled, ModelStore
+from ..network.session import SessionInfo, SessionPool
+from ..touchup.edit import Editor, Edits, Operation
 from .imageconv import thumbnail, to_display, to_qimage
 from .jobs import JobContext
 from .results import (
@@ -247,7 +247,9 @@ class Worker:
             heat=to_qimage(heatmap(c.diff, DEFAULT_HEAT_SCALE)),
         )
 
-    def batch(self, ctx: JobContext, request: BatchRequest) -> Iterator[BatchProgress]:
+    def batch(
+        self, ctx: JobContext, request: BatchRequest
+    ) -> Generator[BatchProgress, None, BatchProgress]:
         """The batch as progress events; its result is the final "finished" event.
 
         Cancelling the job closes this generator between events, which closes the
@@ -307,7 +309,10 @@ class Worker:
                         redone=dict(redone),
                     )
         finally:
-            stream.close()  # cancelled between events: stop the pipeline's threads
+            # Cancelled between events: closing the engine's batch (a generator) stops
+            # the pipeline's threads.
+            if isinstance(stream, Generator):
+                stream.close()
         raise AssertionError("run_batch ended without BatchFinished")
 
 

@@ -1,6 +1,6 @@
 """The HTTP API: ``bgremover serve``.
 
-A FastAPI app on uvicorn with one :class:`~bgremover.pipeline.Remover` (one ONNX
+A FastAPI app on uvicorn with one :class:`~bgremover.engine.pipeline.Remover` (one ONNX
 Runtime session) made at start and shared by every request:
 
 - ``POST /v1.0/removebg``: remove.bg's API, as its real clients use it. The image
@@ -8,7 +8,7 @@ Runtime session) made at start and shared by every request:
   ``image_file_b64`` (base64; line breaks and a ``data:`` prefix allowed), in a
   multipart or urlencoded form or a JSON object (JSON booleans and numbers read as
   remove.bg reads them). Parameters and what they become, through the same
-  :func:`~bgremover.presets.options_from` that reads the command line's options:
+  :func:`~bgremover.export.presets.options_from` that reads the command line's options:
 
   - ``format``: ``auto`` (the default, as remove.bg's: PNG when the output has
     transparency or is a mask, JPEG otherwise), ``png``, ``jpg``/``jpeg``, ``webp``.

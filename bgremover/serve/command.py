@@ -26,10 +26,10 @@ def cmd_serve(args: Any) -> int:
             f"bgremover serve needs FastAPI and uvicorn, which are not installed ({exc}).",
             fix="Install them with: pip install 'bgremover[serve]'",
         ) from None
-    from ..batch import default_finishers
-    from ..budget import DEFAULT_PIXELS_IN_FLIGHT
-    from ..imaging import MAX_MEGAPIXELS_ENV, default_max_megapixels
-    from ..pipeline import EngineConfig, Remover
+    from ..engine.batch import default_finishers
+    from ..engine.budget import DEFAULT_PIXELS_IN_FLIGHT
+    from ..engine.pipeline import EngineConfig, Remover
+    from ..files.imaging import MAX_MEGAPIXELS_ENV, default_max_megapixels
 
     api_key = api_key_for(args.host, args.api_key)
     if args.max_body_mb <= 0 or args.timeout <= 0 or args.queue < 0:

@@ -46,7 +46,7 @@ def memory_megapixels(total: int | None = None) -> float:
     """The default megapixel limit: the imaging default (250), lowered so that one image
     at the limit fits in MEMORY_SHARE of the machine's memory (``total`` bytes; read
     from the system when None, the imaging default where it cannot be read)."""
-    from ..imaging import DEFAULT_MAX_MEGAPIXELS
+    from ..files.imaging import DEFAULT_MAX_MEGAPIXELS
 
     if total is None:
         try:

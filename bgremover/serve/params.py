@@ -1,7 +1,7 @@
 """remove.bg's parameters read as bgremover's export options: which names are read, the
 defaults clients send that change nothing, the names refused, and each value's parsing
-into the options :func:`~bgremover.presets.options_from` takes. The parameters that are
-export options are named by the options' records (``http`` in :mod:`bgremover.options`),
+into the options :func:`~bgremover.export.presets.options_from` takes. The parameters that are
+export options are named by the options' records (``http`` in :mod:`bgremover.export.options`),
 and their values are read by the records' parsers, as a preset's or a flag's are."""
 
 import math
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UsageError
-from ..options import EXPORT_OPTIONS, parse_bool
+from ..export.options import EXPORT_OPTIONS, parse_bool
 from .api_error import ApiError
 
 #: Output size limits of remove.bg's ``size`` values, in pixels (None: the photo's own).
@@ -130,7 +130,7 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
         values["max_size"] = side
     fmt = params.get("format", "auto").strip().lower()
     if fmt != "auto":
-        from ..presets import parse_format
+        from ..export.presets import parse_format
 
         try:
             fmt = parse_format(fmt)
@@ -170,7 +170,7 @@ def crop_margin(text: str) -> str:
             "invalid_parameter",
             "Send one margin for every side, e.g. crop_margin=30px or crop_margin=10%.",
         )
-    from ..compose import parse_length
+    from ..export.compose import parse_length
 
     try:
         spelled = {parse_length(part) for part in parts}
@@ -245,8 +245,8 @@ def _shadow_values(params: Mapping[str, str]) -> dict[str, Any]:
 def options_for(params: Mapping[str, str], width: int, height: int, default_format: str):
     """ComposeOptions and the output format for remove.bg's ``params`` on a photo of
     ``width`` x ``height``; bad values are 400 with options_from's own words."""
-    from ..compose import ComposeOptions
-    from ..presets import check_export, options_from
+    from ..export.compose import ComposeOptions
+    from ..export.presets import check_export, options_from
 
     values, fmt, mask = export_values(params, width, height)
     try:

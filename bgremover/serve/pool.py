@@ -1,5 +1,5 @@
 """The engine's side: the shared Remover, its worker threads, the admission count and the
-batch's pixel budget (:mod:`~bgremover.budget`); one request's image read, cut out,
+batch's pixel budget (:mod:`~bgremover.engine.budget`); one request's image read, cut out,
 composed and encoded off the event loop."""
 
 import contextlib
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..budget import PixelBudget
+from ..engine.budget import PixelBudget
 from ..errors import ImageReadError
 from .api_error import ApiError
 from .multipart import body_params
@@ -37,8 +37,8 @@ def foreground_box(
     left, top, width, height (remove.bg's ``foreground_*``; zeros when there is none).
     Cropped, it is the subject's box (its leftovers are cleared); else the box of all
     the alpha that shows."""
-    from ..compose import layout
-    from ..subject import find_subject, visible_box
+    from ..export.compose import layout
+    from ..mask.subject import find_subject, visible_box
 
     subject = find_subject(alpha) if options.crop else None
     box = subject.box if subject is not None else visible_box(alpha)
@@ -145,8 +145,8 @@ class Engine:
                 raw, found = self.remover.infer_checked(batch)
             del batch
             result = self.remover.finish(loaded, raw, {"preprocess": prep}, guard=found)
-            from ..compose import compose_array
-            from ..output import FORMATS
+            from ..export.compose import compose_array
+            from ..export.output import FORMATS
 
             alpha = result.alpha
             if roi is not None:  # remove.bg: nothing outside the region is foreground
@@ -167,7 +167,7 @@ class Engine:
 
     def dimensions(self, data: bytes) -> tuple[int, int]:
         """The image's size from its header, refusing images over the megapixel limit."""
-        from ..imaging import MAX_MEGAPIXELS_ENV, probe
+        from ..files.imaging import MAX_MEGAPIXELS_ENV, probe
 
         try:
             # The allow-listed decoders only, chosen by the signature: an EPS or a PDF is
@@ -192,7 +192,7 @@ class Engine:
         """Decode as the command line does (the same reader, through a file)."""
         import tempfile
 
-        from ..imaging import read_image
+        from ..files.imaging import read_image
 
         fd, name = tempfile.mkstemp(prefix="bgremover-serve-")
         try:

@@ -11,7 +11,7 @@ region's border by distance transform, the image border counting as border) of
 the largest error region of the binarised result (alpha >= 128) against the
 ground truth (>= 128): an Add click on a region the result misses, a Remove
 click on one it wrongly keeps. Every interaction is an operation applied by the
-app's own :class:`bgremover.edit.Editor`, with the model's crops as the app runs
+app's own :class:`bgremover.touchup.edit.Editor`, with the model's crops as the app runs
 them (:meth:`Remover.segment`), clicked at the pixel's centre as a mouse click is.
 ``--tool box`` first draws one box around the ground truth's bounding box (one
 interaction: the network on the box's crop), then clicks; the box always counts,
@@ -37,9 +37,9 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from bgremover.edit import Editor, Operation
-from bgremover.metrics import iou
-from bgremover.pipeline import EngineConfig, Remover
+from bgremover.engine.pipeline import EngineConfig, Remover
+from bgremover.mask.metrics import iou
+from bgremover.touchup.edit import Editor, Operation
 
 THRESHOLDS = (0.85, 0.90, 0.95)
 SUFFIXES = {".jpg", ".jpeg", ".png", ".webp"}

@@ -1,4 +1,4 @@
-"""2-fold cross-validation of the constants of :mod:`bgremover.regions` on the clicks benchmark.
+"""2-fold cross-validation of the constants of :mod:`bgremover.touchup.regions` (clicks).
 
     python tests/benchmarks/clicks_cv.py IMAGES_DIR GT_DIR --param NAME V1,V2,...
         [--param NAME2 W1,W2,...] [--tool click|box] [--refine/--no-refine]
@@ -7,7 +7,7 @@
 The rule of this project is never to tune on what is scored: a constant chosen on
 a folder must be scored on another folder or by cross-validation. This runs
 ``tests/benchmarks/clicks.py`` once per value (every combination when two or more
-``--param`` are given), in-process, with ``bgremover.regions.NAME = value`` set
+``--param`` are given), in-process, with ``bgremover.touchup.regions.NAME = value`` set
 before the run, and reads its per-image rows (NoC@90 and NoC@95) from its printed
 output. The photos (sorted by name, as clicks.py sorts them) are split into two
 fixed halves, A = even indices and B = odd indices. On each half the value with the
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import clicks  # tests/benchmarks/clicks.py, found through sys.path
 
-from bgremover import regions
+from bgremover.touchup import regions
 
 ROW = re.compile(r"^(?P<stem>.+?)\s+\d+x\d+\s+(?P<rest>.+)$")
 
@@ -57,7 +57,7 @@ class _Tee(io.TextIOBase):
 def parse_values(name: str, text: str) -> list[int | float | str]:
     """The values of ``--param NAME V1,V2``, of the type of the constant as it is."""
     if not hasattr(regions, name):
-        raise SystemExit(f"bgremover.regions has no constant {name}")
+        raise SystemExit(f"bgremover.touchup.regions has no constant {name}")
     current = getattr(regions, name)
     values = [v.strip() for v in text.split(",") if v.strip()]
     if isinstance(current, bool):
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         required=True,
         metavar=("NAME", "VALUES"),
-        help="a constant of bgremover.regions and comma-separated values; repeat for a grid",
+        help="a constant of bgremover.touchup.regions and comma-separated values (repeat: a grid)",
     )
     ap.add_argument("--max-clicks", type=int, default=20)
     ap.add_argument("--tool", choices=("click", "box"), default="click")
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_argv += ["--images", str(args.limit)]
     fixed = tuple(getattr(regions, name) for name in names)
     print(f"clicks_cv: {' x '.join(names)}, {len(keys)} settings, {len(stems)} photos")
-    print(f"constants as in bgremover/regions.py: {dict(zip(names, fixed, strict=True))}")
+    print(f"constants as in bgremover/touchup/regions.py: {dict(zip(names, fixed, strict=True))}")
 
     table = {key: run_once(bench_argv, dict(zip(names, key, strict=True)), stems) for key in keys}
 

@@ -40,11 +40,11 @@ def run(command: list[str]) -> tuple[float, float]:
 
 def check_layout(folder: Path, values: dict) -> int:
     """Per photo: the subject's box on the canvas, its margins, whether it is centred."""
-    from bgremover.compose import ComposeOptions, placed_alpha
-    from bgremover.imaging import walk_images
-    from bgremover.pipeline import Remover
-    from bgremover.presets import options_from
-    from bgremover.subject import subject_box
+    from bgremover.engine.pipeline import Remover
+    from bgremover.export.compose import ComposeOptions, placed_alpha
+    from bgremover.export.presets import options_from
+    from bgremover.files.imaging import walk_images
+    from bgremover.mask.subject import subject_box
 
     options, _ = options_from(values, ComposeOptions())
     remover = Remover()
@@ -116,7 +116,7 @@ def main() -> int:
         f"(pairs {' '.join(f'{r:.3f}' for r in rss_ratios)})"
     )
     if args.check_layout:
-        from bgremover.presets import get_preset
+        from bgremover.export.presets import get_preset
 
         values = dict(get_preset(args.preset).values) if args.preset else {}
         if args.options:

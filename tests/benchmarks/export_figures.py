@@ -17,9 +17,9 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from bgremover import Remover
-from bgremover.compose import compose_array
-from bgremover.output import FORMATS
-from bgremover.presets import BUILTIN, get_preset, options_from
+from bgremover.export.compose import compose_array
+from bgremover.export.output import FORMATS
+from bgremover.export.presets import BUILTIN, get_preset, options_from
 
 CELL = 300
 LABEL = 22

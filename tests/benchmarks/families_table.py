@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from bgremover.metrics import iou, mean_abs_diff, score_against_truth
+from bgremover.mask.metrics import iou, mean_abs_diff, score_against_truth
 
 
 def grey(path: Path) -> np.ndarray:
@@ -83,7 +83,7 @@ def print_rows(title: str, rows: dict[str, dict[str, float]]) -> dict[str, float
 
 def rembg_session(model: str):  # -> rembg BaseSession
     """rembg's session for ``model``'s weights file (the one in our cache)."""
-    from bgremover.models import REGISTRY, ModelStore
+    from bgremover.network.models import REGISTRY, ModelStore
 
     path = ModelStore().ensure(model)
     os.environ["U2NET_HOME"] = str(path.parent)

@@ -26,9 +26,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import QSettings, QTimer
 
+from bgremover.files.imaging import walk_images
 from bgremover.gui.queue import Status
 from bgremover.gui.window import MainWindow, application
-from bgremover.imaging import walk_images
 
 INTERVAL_MS = 5
 

@@ -4,7 +4,7 @@
         [--recipe generic] [--also MODEL ...] [--runs 3] [--threads 0]
 
 For every image in each folder the network masks (no refinement) of the int8 model and
-of the fp32 one are compared with ``bgremover.metrics.fidelity``: IoU at 0.5, mean
+of the fp32 one are compared with ``bgremover.mask.metrics.fidelity``: IoU at 0.5, mean
 |Δα|, mean |Δα| in the fp32 mask's edge band. ``--also`` adds other models (registry
 names or files, run as distributed) compared with the same fp32 masks, such as
 ``isnet-imgly-small``, IMG.LY's own dynamically quantized IS-Net. Speed: the
@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from bgremover import Remover
-from bgremover.evaluation import infer_times
-from bgremover.imaging import read_image, walk_images
-from bgremover.metrics import fidelity
+from bgremover.compare.evaluation import infer_times
+from bgremover.files.imaging import read_image, walk_images
+from bgremover.mask.metrics import fidelity
 
 
 def main() -> int:

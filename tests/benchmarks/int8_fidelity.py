@@ -21,10 +21,10 @@ import numpy as np
 from PIL import Image
 
 from bgremover import Remover
-from bgremover.evaluation import infer_times
-from bgremover.metrics import band_mae, iou, sad, trimap_band
-from bgremover.models import REGISTRY, ModelStore
-from bgremover.quantize import calibration_files, int8_path, quantize_model
+from bgremover.compare.evaluation import infer_times
+from bgremover.mask.metrics import band_mae, iou, sad, trimap_band
+from bgremover.network.models import REGISTRY, ModelStore
+from bgremover.network.quantize import calibration_files, int8_path, quantize_model
 
 
 def grey(path: Path) -> np.ndarray:

@@ -5,7 +5,7 @@
 
 1. **Calibration** (not an evaluation folder): every int8 calibration view (ten per
    calibration photo, as the quantizer sees them), its int8 mask's IoU against fp32's
-   and its doubt (bgremover/guard.py). The threshold the guard should use is the lowest
+   and its doubt (bgremover/network/guard.py). The threshold the guard should use is the lowest
    doubt among the views below IoU 0.98, so that every such view is caught; printed
    next to ``guard.THRESHOLD``, which must be that value rounded down.
 2. **Each FOLDER** (photos; for the alphamatting layout give its input/ folder): per
@@ -31,10 +31,10 @@ import time
 from pathlib import Path
 
 from bgremover import Remover
-from bgremover.guard import THRESHOLD, doubt
-from bgremover.imaging import IMAGE_EXTENSIONS, from_array, read_image
-from bgremover.metrics import fidelity, iou
-from bgremover.quantize import calibration_files, calibration_samples
+from bgremover.files.imaging import IMAGE_EXTENSIONS, from_array, read_image
+from bgremover.mask.metrics import fidelity, iou
+from bgremover.network.guard import THRESHOLD, doubt
+from bgremover.network.quantize import calibration_files, calibration_samples
 
 BAR = 0.98
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from bgremover import Remover
-from bgremover.imaging import IMAGE_EXTENSIONS, from_array, read_image
-from bgremover.metrics import iou
+from bgremover.files.imaging import IMAGE_EXTENSIONS, from_array, read_image
+from bgremover.mask.metrics import iou
 
 
 def main() -> int:

@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bgremover.batch import ItemDone, ItemFailed, run_batch
-from bgremover.imaging import walk_images
-from bgremover.pipeline import Remover
-from bgremover.plan import plan_batch
+from bgremover.engine.batch import ItemDone, ItemFailed, run_batch
+from bgremover.engine.pipeline import Remover
+from bgremover.engine.plan import plan_batch
+from bgremover.files.imaging import walk_images
 
 
 def rss_mb() -> float:

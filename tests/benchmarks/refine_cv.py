@@ -4,7 +4,7 @@
 
 DATA_ROOT holds the two scored folders: ``matting`` (input/, gt/: ground truth,
 scored as SAD) and ``portraits`` (input/, reference_alpha/: scored as mean |Δα|).
-NAME is a keyword of :func:`bgremover.refine.refine_alpha` (``none`` as a value
+NAME is a keyword of :func:`bgremover.mask.refine.refine_alpha` (``none`` as a value
 passes None). Every photo's error with each value is divided by its error without
 refinement (the ``--no-refine`` mask, rembg's), so the two folders share one scale.
 
@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from bgremover.metrics import mean_abs_diff, sad
-from bgremover.pipeline import EngineConfig, Remover, model_mask
-from bgremover.refine import refine_alpha
+from bgremover.engine.pipeline import EngineConfig, Remover, model_mask
+from bgremover.mask.metrics import mean_abs_diff, sad
+from bgremover.mask.refine import refine_alpha
 
 FOLDERS = (("matting", "gt", "SAD"), ("portraits", "reference_alpha", "|Δα|"))
 WORSE = 1.02

@@ -19,8 +19,8 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from bgremover import Remover
-from bgremover.compose import parse_color
-from bgremover.imaging import IMAGE_EXTENSIONS, read_image
+from bgremover.export.compose import parse_color
+from bgremover.files.imaging import IMAGE_EXTENSIONS, read_image
 
 
 def on_colour(

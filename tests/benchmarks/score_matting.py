@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from bgremover.metrics import score_against_truth
+from bgremover.mask.metrics import score_against_truth
 
 
 def load_grey(path: Path) -> np.ndarray:
@@ -46,7 +46,7 @@ def rembg_masks(data: Path, out: Path, model: str, matting: bool = False) -> flo
     import os
     import time
 
-    from bgremover.models import ModelStore
+    from bgremover.network.models import ModelStore
 
     os.environ["U2NET_HOME"] = str(ModelStore().ensure(model).parent)
     from rembg import new_session, remove
@@ -69,7 +69,7 @@ def refine_seconds(data: Path, model: str) -> float:
     import time
 
     from bgremover import Remover
-    from bgremover.refine import refine_alpha
+    from bgremover.mask.refine import refine_alpha
 
     remover = Remover(model, refine=False)
     per_image = []

@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from tracing import contacts, is_local  # noqa: E402
 
-from bgremover.imaging import walk_images  # noqa: E402
+from bgremover.files.imaging import walk_images  # noqa: E402
 from bgremover.serve import DISCARD_SECONDS  # noqa: E402
 
 KEY = "load-test-key"

@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bgremover.imaging import walk_images
-from bgremover.models import ModelStore
+from bgremover.files.imaging import walk_images
+from bgremover.network.models import ModelStore
 
 REMBG_LOOP = """
 import sys

@@ -18,7 +18,7 @@ model missed altogether moves no centre. photos/ has no reference: there the cod
 box is used (its rows check the centring and the note, not what the box chose). ``--before`` adds
 the same figures with the box of every alpha above 10/255 (the box before it was decided
 by alpha mass and connectivity). ``--shares`` runs the rows again for other values of
-bgremover.subject.PART_SHARE, to choose it on one folder (then score it on the others).
+bgremover.mask.subject.PART_SHARE, to choose it on one folder (then score it on the others).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def bounds(mask: np.ndarray) -> tuple[int, int, int, int] | None:
 
 def measure(alpha, reference, options, subject):
     """(centre offset %, max alpha outside, cut-off %, scale) of one layout."""
-    from bgremover.compose import _placed_alpha, layout
+    from bgremover.export.compose import _placed_alpha, layout
 
     lay = layout(alpha, options, subject)
     placed = _placed_alpha(alpha, lay, options, subject)
@@ -102,12 +102,12 @@ def main() -> int:
     parser.add_argument("--shares", nargs="+", type=float, help="PART_SHARE values to try")
     args = parser.parse_args()
 
-    from bgremover import subject as subject_rules
-    from bgremover.compose import enlargement
-    from bgremover.imaging import walk_images
-    from bgremover.pipeline import Remover
-    from bgremover.presets import BUILTIN, get_preset, options_from
-    from bgremover.subject import Subject, _bounds, find_subject
+    from bgremover.engine.pipeline import Remover
+    from bgremover.export.compose import enlargement
+    from bgremover.export.presets import BUILTIN, get_preset, options_from
+    from bgremover.files.imaging import walk_images
+    from bgremover.mask import subject as subject_rules
+    from bgremover.mask.subject import Subject, _bounds, find_subject
 
     presets = {}
     for name in BUILTIN:

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clicks import next_click
 
 from bgremover import Remover
-from bgremover.edit import Editor, Operation
-from bgremover.imaging import read_image
+from bgremover.files.imaging import read_image
+from bgremover.touchup.edit import Editor, Operation
 
 BACKGROUND = np.array([255, 0, 255], np.float32)  # magenta: halos of any colour show
 HAIR_STROKE = [(160, 110), (150, 160), (148, 210), (156, 260), (172, 300), (195, 325)]

@@ -23,7 +23,9 @@ class MenuActions:
         self.window = window
         self.menu = window.menuBar().addMenu(title)
 
-    def add(self, text: str, shortcut: Shortcut, slot: Callable, tip: str = "") -> QAction:
+    def add(
+        self, text: str, shortcut: Shortcut, slot: Callable[..., object], tip: str = ""
+    ) -> QAction:
         """An action in this menu: ``text``, ``shortcut`` ("" for none), ``slot`` on
         triggered, and ``tip`` in the status bar (default: the text, without ``&``)."""
         action = QAction(text, self.window)

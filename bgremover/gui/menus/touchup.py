@@ -4,10 +4,12 @@ the menu)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QToolButton
 
-from ...tools import TOOLS, Kind, Tool
+from ...touchup.tools import TOOLS, Kind, Tool
 from ..edit_controller import EditController
 from ..editing import SIZE_STEP, EditBar, tool_tip
 from ..entry import QueueEntry
@@ -45,7 +47,7 @@ class TouchUpMenu(MenuActions):
         if unplaced:
             raise ValueError(f"The Touch Up menu has no place for the tools {unplaced}.")
 
-        def tool_action(t: Tool, slot) -> QAction:
+        def tool_action(t: Tool, slot: Callable[..., object]) -> QAction:
             a = tipped(self.add(t.label, t.key, slot), t.tip)
             if t.short:
                 a.setIconText(t.short)

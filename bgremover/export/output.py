@@ -1,5 +1,8 @@
 """The output formats, in one table, and writing a result in one of them.
 
+One module because each format's writer, its record and its completeness check are one
+row of one table: apart, a format could be written in a way its rerun check misreads.
+
 Each :class:`OutputFormat` says what its files are called, whether they keep
 transparency, how a result is written (composed and encoded straight into an
 atomic file) and how a finished file is recognised on a rerun: whole, made from
@@ -28,16 +31,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 from xml.sax.saxutils import escape, unescape
 
-from .atomic import Claim, write_atomically
-from .errors import ImageWriteError
+from ..errors import ImageWriteError
+from ..files.atomic import Claim, write_atomically
 from .options import DEFAULT_QUALITY
 
 if TYPE_CHECKING:
     import numpy as np
     from PIL import Image
 
+    from ..files.imaging import Metadata
     from .compose import ComposeOptions
-    from .imaging import Metadata
 
 #: Rows per strip when a PNG is written (see png.py): small enough that a strip of a
 #: 12-megapixel cutout is 4 MB, large enough that the per-strip overhead vanishes.
@@ -60,7 +63,7 @@ _XMP_RE = re.compile(rb"<bgremover:source>(.*?)</bgremover:source>", re.S)
 @dataclass(frozen=True)
 class OutputSettings:
     """What an output was made with: a digest of every setting that changes its pixels or
-    bytes (see :meth:`bgremover.pipeline.Remover.output_settings`, the one place that
+    bytes (see :meth:`bgremover.engine.pipeline.Remover.output_settings`, the one place that
     decides what counts), and the same settings in words, for people."""
 
     #: SHA-256 (hex) of the settings, canonically written: equal settings, equal digest.
@@ -136,7 +139,7 @@ class SourceRecord:
 
 
 def _png_record(path: Path) -> SourceRecord | None:
-    from .png import read_itxt
+    from ..files.png import read_itxt
 
     with open(path, "rb") as fh:
         text = read_itxt(fh, RECORD_KEYWORD)
@@ -352,7 +355,7 @@ def _png_rows(
     options: ComposeOptions | None = None,
     metadata: Metadata | None = None,
 ) -> None:
-    from .png import PngWriter
+    from ..files.png import PngWriter
 
     text = {RECORD_KEYWORD: record.to_text()} if record else None
     icc, exif = _carried(metadata, options, channels >= 3)
@@ -696,7 +699,7 @@ def write_output(
 
     ``record`` (the photo it was made from) goes into the file, so that a rerun knows
     the file is this photo's; ``claim``, when the caller holds ``path``'s claim already.
-    ``metadata`` (the photo's, see :attr:`~bgremover.imaging.LoadedImage.metadata`): its
+    ``metadata`` (the photo's, see :attr:`~bgremover.files.imaging.LoadedImage.metadata`): its
     colour profile goes into colour outputs, its EXIF (orientation 1: the pixels are
     upright) into every output unless ``options.strip_metadata``.
     """

@@ -9,7 +9,7 @@ replays at full size on save and the same edits file re-applies after a change
 of model or settings (``bgremover remove IMAGE --edits FILE``).
 
 The tools themselves, what each is given and how each applies, are one record
-each in :data:`bgremover.tools.TOOLS`; this module reads and writes edits,
+each in :data:`bgremover.touchup.tools.TOOLS`; this module reads and writes edits,
 replays them (:func:`apply_edits`) and keeps them for undo (:class:`Editor`), and
 knows no tool by name. Every operation returns the box of the pixels it changed,
 so a view redraws only that; :class:`Editor` keeps those patches for exact undo
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import EditsError
+from ..errors import EditsError
 from .tools import TOOLS, Box, Operation, Restart, Segmenter, ToolContext
 
 __all__ = [

@@ -29,7 +29,7 @@ The fine region is upsampled bilinearly to the photo, which gives it a soft edge
 about one working pixel wide, and blended into the mask:
 ``alpha + (target - alpha) * weight`` with target 255 (Add) or 0 (Remove). Last, the
 pixels the click changed get the edge refinement the model's mask gets (``REFINE``,
-:func:`bgremover.refine.refine_alpha`), held to the same rule.
+:func:`bgremover.mask.refine.refine_alpha`), held to the same rule.
 
 What must stay true:
 
@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from .refine import refine_alpha
+from ..mask.refine import refine_alpha
 
 __all__ = ["Box", "apply_click"]
 
@@ -101,7 +101,7 @@ SPREAD_ODDS = 1.4
 #: this much foreground or more.
 SURE = 0.9
 #: Whether the pixels a click changes get the edge refinement the model's mask gets
-#: (:func:`bgremover.refine.refine_alpha`), for an outline that follows the photo.
+#: (:func:`bgremover.mask.refine.refine_alpha`), for an outline that follows the photo.
 REFINE = True
 
 

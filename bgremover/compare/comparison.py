@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from .errors import UsageError
-from .guard import GuardCheck
-from .metrics import fidelity
-from .models import PRECISIONS
-from .pipeline import ImageInput, Remover, Result
+from ..engine.pipeline import ImageInput, Remover, Result
+from ..errors import UsageError
+from ..mask.metrics import fidelity
+from ..network.guard import GuardCheck
+from ..network.models import PRECISIONS
 from .report import mask_difference
 
 
@@ -74,7 +74,7 @@ class Comparison:
     #: What each side is ("u2netp fp32", "isnet-imgly fp32").
     label_a: str
     label_b: str
-    #: :func:`~bgremover.metrics.fidelity` of B's mask against A's, plus the inference
+    #: :func:`~bgremover.mask.metrics.fidelity` of B's mask against A's, plus the inference
     #: seconds of each (``infer_a_s``, ``infer_b_s``) and a record of each side
     #: (``a``, ``b``: label, model, precision, recipe, providers, infer_s).
     metrics: dict[str, Any]

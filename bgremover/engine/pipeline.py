@@ -1,5 +1,9 @@
 """The engine: load -> preprocess -> infer -> postprocess -> compose, for one image.
 
+One module because :class:`EngineConfig`, :class:`Remover` and the record of what an
+output was made with are one contract: a record is right only if it reads the settings
+the chain itself uses.
+
 Each stage is a small function on numpy arrays; only :meth:`Remover.infer`
 touches ONNX Runtime. The CLI, the batch runner and the GUI all drive this
 same chain.
@@ -21,17 +25,24 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .compose import ComposeOptions, Length, compose, compose_array
-from .edit import Edits, Segmenter, apply_edits
-from .errors import InferenceError, ModelError, UsageError, refuse_unknown
-from .families import Family, Signature, guess_family
-from .guard import GuardCheck, check
-from .imaging import LoadedImage, from_array, from_pil, read_image
-from .models import DEFAULT_MODEL, PRECISIONS, ModelSpec, ModelStore, file_identity, resolve_spec
-from .output import OutputSettings
-from .refine import refine_alpha
-from .session import SessionInfo, SessionPool, create_session, resolve_providers
-from .transforms import mask_from_score, preprocess, score_map
+from ..errors import InferenceError, ModelError, UsageError, refuse_unknown
+from ..export.compose import ComposeOptions, Length, compose, compose_array
+from ..export.output import OutputSettings
+from ..files.imaging import LoadedImage, from_array, from_pil, read_image
+from ..mask.refine import refine_alpha
+from ..network.families import Family, Signature, guess_family
+from ..network.guard import GuardCheck, check
+from ..network.models import (
+    DEFAULT_MODEL,
+    PRECISIONS,
+    ModelSpec,
+    ModelStore,
+    file_identity,
+    resolve_spec,
+)
+from ..network.session import SessionInfo, SessionPool, create_session, resolve_providers
+from ..network.transforms import mask_from_score, preprocess, score_map
+from ..touchup.edit import Edits, Segmenter, apply_edits
 
 #: ComposeOptions is here for ``from bgremover import ComposeOptions`` (the package's names).
 __all__ = ["ComposeOptions", "EngineConfig", "Remover", "Result"]
@@ -151,7 +162,7 @@ class EngineConfig:
     model: str = DEFAULT_MODEL
     #: "fp32", or "int8" (made from the fp32 model on first use).
     precision: str = "fp32"
-    #: "auto", "cpu", "cuda,cpu", ... (see :func:`~bgremover.session.resolve_providers`).
+    #: "auto", "cpu", "cuda,cpu", ... (see :func:`~bgremover.network.session.resolve_providers`).
     providers: str = "auto"
     #: ONNX Runtime threads; 0 = one per physical core.
     threads: int = 0
@@ -422,7 +433,7 @@ class Remover:
         )
         if self.precision == "fp32":
             return path
-        from .quantize import ensure_int8
+        from ..network.quantize import ensure_int8
 
         return ensure_int8(
             self.spec,
@@ -519,7 +530,7 @@ class Remover:
         """Cut out the subject of ``image`` (a path, PIL image, RGB(A) array or LoadedImage).
 
         ``max_megapixels`` limits the size of an image read from a file (the default
-        limit when None, see :func:`~bgremover.imaging.read_image`).
+        limit when None, see :func:`~bgremover.files.imaging.read_image`).
         """
         t0 = time.perf_counter()
         loaded = load_input(image, max_megapixels)

@@ -1,5 +1,8 @@
 """Turning an image and its alpha into what the user saves.
 
+One module because layout and layers share the strip loop: the preview, Save and a
+batch must place every row identically, so the steps are kept beside each other.
+
 One frozen :class:`ComposeOptions` describes an output: the cutout, its mask, or
 the subject on a new background (a colour, an image, a blur of the photo's own
 background), cropped to the subject, placed on a canvas, with a soft shadow and an
@@ -31,7 +34,8 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from .errors import UsageError
+from ..errors import UsageError
+from ..mask.subject import Subject, find_subject, subject_box
 from .options import BLUR, MAX_SIZE, OUTLINE_WIDTH, QUALITY, SIDE, SchemaSwitches, recoloured
 from .options import DEFAULT_QUALITY as DEFAULT_QUALITY
 from .options import FITS as FITS
@@ -47,7 +51,6 @@ from .options import parse_color as parse_color
 from .options import parse_length as parse_length
 from .options import parse_outline as parse_outline
 from .options import parse_pair as parse_pair
-from .subject import Subject, find_subject, subject_box
 
 #: A canvas that enlarges the subject more than this many times gets a note (it will
 #: look soft: a 100-pixel subject on a 2000-pixel square is a blur).
@@ -64,10 +67,10 @@ BLUR_WORK = 640
 class ComposeOptions(SchemaSwitches):
     """How a result becomes an output image: every export option, in one object.
 
-    The options and their values are defined in :mod:`bgremover.options` (one record
+    The options and their values are defined in :mod:`bgremover.export.options` (one record
     each); the fields below are those the layout, layer and encoder code reads by name.
-    Each switch of :data:`bgremover.options.SWITCHES` (a recolouring of the photo) adds a
-    bool field of its name, inherited from :class:`~bgremover.options.SchemaSwitches`.
+    Each switch of :data:`bgremover.export.options.SWITCHES` (a recolouring of the photo) adds a
+    bool field of its name, inherited from :class:`~bgremover.export.options.SchemaSwitches`.
     Give the fields by keyword.
     """
 
@@ -149,7 +152,7 @@ class ComposeOptions(SchemaSwitches):
 
 def _check(o: ComposeOptions) -> None:
     """Options that cannot make an image are refused with what to do instead (the ranges
-    are :mod:`bgremover.options`'s)."""
+    are :mod:`bgremover.export.options`'s)."""
 
     def fail(message: str, fix: str) -> None:
         raise UsageError(message, fix=fix)
@@ -582,7 +585,7 @@ def _flatten_opaque(layers, shape: tuple[int, int]) -> np.ndarray:
 @lru_cache(maxsize=2)
 def _background_file(path: str, mtime_ns: int, size: int):
     """A background image read once per batch (the file's time and size key the cache)."""
-    from .imaging import read_image
+    from ..files.imaging import read_image
 
     return read_image(path)
 
@@ -732,7 +735,7 @@ def compose_strips(
     rgb = recoloured(rgb, options)  # the switches that change the photo's colour
     fg = placed_rows(rgb, lay)
     if options.decontaminate:
-        from .refine import estimate_foreground
+        from ..mask.refine import estimate_foreground
 
         whole = estimate_foreground(fg(0, height), placed)
         fg = lambda y, z: whole[y:z]  # noqa: E731

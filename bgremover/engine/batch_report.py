@@ -1,5 +1,5 @@
 """How a batch decides and tells what happened to each photo, the same for the plain batch
-(:mod:`~bgremover.batch`, ``bgremover remove``) and ``remove --ray``
+(:mod:`~bgremover.engine.batch`, ``bgremover remove``) and ``remove --ray``
 (:mod:`~bgremover.distributed`): the exit statuses, the stderr lines (a failure, a skip,
 the summary), the reasons an output is skipped or made again, the resume decision for an
 existing output and the clean-up of files left by interrupted runs.
@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .atomic import remove_leftovers, windows_long_path
-from .errors import BgRemoverError
-from .output import (
+from ..errors import BgRemoverError
+from ..export.output import (
     DONE,
     EDITED,
     MISSING,
@@ -33,9 +32,10 @@ from .output import (
     SourceRecord,
     existing_output,
 )
+from ..files.atomic import remove_leftovers, windows_long_path
 
 if TYPE_CHECKING:
-    from .guard import GuardCheck
+    from ..network.guard import GuardCheck
     from .plan import Job
 
 #: Exit statuses of the command line (its ``--help`` lists them, cli.EXIT_STATUS).
@@ -224,8 +224,8 @@ def report_summary(
     :func:`written_place`); why it stopped early, if it did; the int8 guard's note, if
     any. ``failed`` counts the inputs skipped before the batch as well.
     """
-    from .guard import CLI_HINT
-    from .guard import summary as guard_summary
+    from ..network.guard import CLI_HINT
+    from ..network.guard import summary as guard_summary
 
     counts = counts_words(done, redone, skipped, failed, "already done")
     summary = f"bgremover: {counts} in {seconds:.1f} s"

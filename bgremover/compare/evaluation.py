@@ -15,15 +15,15 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .batch_report import err as _err
+from ..engine.batch_report import err as _err
+from ..engine.pipeline import EngineConfig, Remover
+from ..engine.plan import plan_batch, resolve_output
+from ..errors import BgRemoverError, UsageError
+from ..export.output import write_image
+from ..files.imaging import from_array, read_image
+from ..network.session import CPU, SessionPool, available_providers, runtime_conflict
 from .comparison import MATERIAL_IOU, compare, is_precision_pair, parse_side
-from .errors import BgRemoverError, UsageError
-from .imaging import from_array, read_image
-from .output import write_image
-from .pipeline import EngineConfig, Remover
-from .plan import plan_batch, resolve_output
 from .report import comparison_sheet
-from .session import CPU, SessionPool, available_providers, runtime_conflict
 
 K = TypeVar("K", bound=Hashable)
 
@@ -166,7 +166,7 @@ def _spread(times: list[float]) -> dict[str, float]:
 
 def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
     """Inference time per precision and provider, and a stage breakdown for one photo."""
-    from .quantize import CALIBRATION_DIR
+    from ..network.quantize import CALIBRATION_DIR
 
     image_path = args.image or CALIBRATION_DIR / "matplotlib_grace_hopper.jpg"
     report = progress.task(args.model)

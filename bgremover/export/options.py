@@ -2,11 +2,11 @@
 
 A record says everything the front ends need to know about an option: its name (the
 key presets and option values use), its kind, how a value spelled as on the command
-line is read (``parse``, into :class:`~bgremover.compose.ComposeOptions` fields) and
+line is read (``parse``, into :class:`~bgremover.export.compose.ComposeOptions` fields) and
 written back (``write``), its default, its range or choices, its command-line flag(s)
 and help, its remove.bg parameter (where the server has one), and the app's setting(s),
 widget and label. From the records are made: the keys presets may set and how they are
-read and written (:mod:`bgremover.presets`), the export flags of ``bgremover remove``
+read and written (:mod:`bgremover.export.presets`), the export flags of ``bgremover remove``
 (:func:`add_flags`, :func:`cli_values`), the app's export settings and the Export
 panel's check boxes, and the names the server reads. The values' own types (lengths,
 shadows, outlines, colours) and their parsers are here too, so an option value is read
@@ -18,15 +18,15 @@ colour, pixel by pixel, before it is composed) needs nothing else: its field of
 flag, preset key and check box from the record. Options the layout, layer or encoder
 code reads by name (crop, lossless...) are declared by ``ComposeOptions`` itself.
 
-It is one of the longer modules (about 800 lines) on purpose: the values' types and
-parsers, the record and the table of records are the options' one definition, and
-split over several modules they would again be spelled out in several places.
+One module because the values' types and parsers, the record and the table of records
+are the options' one definition: split over several modules they would again be
+spelled out in several places.
 
 This module imports nothing heavy (no numpy, OpenCV or Pillow until a value is parsed
 or a switch applied): the command line builds its parser from it and ``bgremover
 --version`` answers at once. It sits below compose and output, so it cannot name the
-output formats: the ``format`` option is read against :data:`bgremover.output.FORMATS`
-by :func:`bgremover.presets.parse_format`.
+output formats: the ``format`` option is read against :data:`bgremover.export.output.FORMATS`
+by :func:`bgremover.export.presets.parse_format`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, fields, make_dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import UsageError
+from ..errors import UsageError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -286,7 +286,7 @@ def parse_background(value: Any) -> dict[str, Any]:
 
 
 def _looks_like_file(text: str) -> bool:
-    from .imaging import is_image_name
+    from ..files.imaging import is_image_name
 
     return Path(text).is_file() or is_image_name(Path(text)) or os.sep in text or "/" in text
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ModelError
 from . import graph_tools
-from .errors import ModelError
 from .graph_tools import prune_to_outputs
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,8 @@
 """The model registry (specs as data) and the model store (obtain, verify, cache).
 
+One module because the registry's entries and the store that obtains them are one source
+of truth about each file: URLs, hashes and sizes are checked where they are written.
+
 A model's URLs, hashes and preprocessing facts live here and nowhere else. The
 store downloads with pooch, which writes to a temporary file in the cache
 folder, checks the hash and only then moves the file into place, so the cache
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import (
+from ..errors import (
     BgRemoverError,
     ErrorKind,
     ModelError,
@@ -46,7 +49,7 @@ _RELEASE = "https://github.com/danielgatis/rembg/releases/download/v0.0.0/"
 
 #: Models shipped inside a bundled app (filled by packaging/build.py, absent in a source
 #: checkout). Read-only; files here are verified like downloads before use.
-BUNDLED_DIR = Path(__file__).with_name("bundled_models")
+BUNDLED_DIR = Path(__file__).parents[1] / "bundled_models"
 
 
 class DownloadCancelled(BgRemoverError):
@@ -397,7 +400,7 @@ def local_spec(path: str | os.PathLike[str], family: str | None = None) -> Model
     Its family is ``family`` when given; else the registry model's with the same
     file name (so a hand-downloaded ``isnet-general-use.onnx`` is an IS-Net); else
     None, and the engine reads it from the file's signature when it loads
-    (:func:`~bgremover.families.guess_family`). The session reads the real input
+    (:func:`~bgremover.network.families.guess_family`). The session reads the real input
     size from the file when the model declares a fixed one.
     """
     p = Path(path).expanduser()

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ModelError
+from ..errors import ModelError
+from ..files.imaging import read_image, walk_images
 from .families import DEFAULT_FAMILY, Family
-from .imaging import read_image, walk_images
 from .models import ModelSpec, ModelStore, file_identity
 from .transforms import preprocess
 
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 #: Called with (steps done, total steps): (0, total) at once, then one step per
 #: calibration view calibrated, and one for each slow part before and after them.
-#: It may raise (e.g. :class:`~bgremover.models.DownloadCancelled`) to stop the build.
+#: It may raise (e.g. :class:`~bgremover.network.models.DownloadCancelled`) to stop the build.
 QuantizeProgress = Callable[[int, int], None]
 
 #: The views :func:`calibration_samples` makes of each photo.
@@ -42,7 +42,7 @@ VIEWS_PER_PHOTO = 10
 SETUP_STEPS = 4
 
 #: The calibration photos shipped with the package (sources in SOURCES.md there).
-CALIBRATION_DIR = Path(__file__).with_name("calibration")
+CALIBRATION_DIR = Path(__file__).parents[1] / "calibration"
 
 
 @dataclass(frozen=True)

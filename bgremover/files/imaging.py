@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
 
-from .errors import ImageReadError
+from ..errors import ImageReadError
 
 #: A file signature: byte strings that must all be found at their offsets.
 Magic = tuple[tuple[int, bytes], ...]

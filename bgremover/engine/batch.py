@@ -6,11 +6,11 @@ display, GUI worker) may stop by simply not asking for the next one. Outputs
 are written atomically, so stopping, cancelling or being killed never leaves a
 half-written file, and a rerun skips finished outputs: those that record being
 made from the same photo with the same settings (see
-:func:`~bgremover.output.existing_output`); one made with other settings is made again
+:func:`~bgremover.export.output.existing_output`); one made with other settings is made again
 and reported so (:attr:`ItemDone.redone`).
 
 Runs that share an output folder coordinate through a claim per output file
-(:class:`~bgremover.atomic.Claim`), taken before an image is read and held until
+(:class:`~bgremover.files.atomic.Claim`), taken before an image is read and held until
 it is written: an image another run is working on is skipped, never written twice,
 and only temporary files whose run has ended are deleted as left over.
 """
@@ -29,7 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import Claim, windows_long_path
+from ..errors import BgRemoverError, DiskFullError, ModelError
+from ..export.compose import ComposeOptions, Enlarged, enlargement
+from ..export.output import SourceRecord, write_output
+from ..files.atomic import Claim, windows_long_path
+from ..files.imaging import LoadedImage, probe, read_image
+from ..network.guard import GuardCheck
 from .batch_report import (
     ALREADY_DONE,
     BEING_WRITTEN,
@@ -43,11 +48,6 @@ from .batch_report import (
     resume_decision,
 )
 from .budget import DEFAULT_PIXELS_IN_FLIGHT, PixelBudget
-from .compose import ComposeOptions, Enlarged, enlargement
-from .errors import BgRemoverError, DiskFullError, ModelError
-from .guard import GuardCheck
-from .imaging import LoadedImage, probe, read_image
-from .output import SourceRecord, write_output
 from .pipeline import Remover
 from .plan import Job
 
@@ -439,7 +439,7 @@ def run_batch(
     The reader also waits while the images in flight hold ``pixels_in_flight``
     pixels, so a folder of 50-megapixel scans runs one or two at a time while
     small photos keep every stage busy. Images over ``max_megapixels`` are refused
-    (see :func:`~bgremover.imaging.read_image`).
+    (see :func:`~bgremover.files.imaging.read_image`).
 
     Items complete out of order: each event carries its job's ``index`` (1-based,
     in ``jobs`` order). Every stage calls the same :class:`Remover` methods as

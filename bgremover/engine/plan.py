@@ -23,11 +23,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atomic import windows_long_path
-from .edit import Edits
-from .errors import UsageError
-from .imaging import walk_images
-from .output import DEFAULT_FORMAT, FORMATS, format_for_path
+from ..errors import UsageError
+from ..export.output import DEFAULT_FORMAT, FORMATS, format_for_path
+from ..files.atomic import windows_long_path
+from ..files.imaging import walk_images
+from ..touchup.edit import Edits
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class OutputTarget:
     path: Path
     #: True: ``path`` is the one output file of a single input file. False: a folder.
     single_file: bool
-    #: The output format's name (a key of :data:`~bgremover.output.FORMATS`).
+    #: The output format's name (a key of :data:`~bgremover.export.output.FORMATS`).
     fmt: str
 
 

@@ -5,7 +5,7 @@ says), its key, label and tip (the app's menu, edit bar and hints), its
 :class:`Kind` (what the user gives it: a stroke, a click, a box, nothing, a mask),
 whether it runs the model, whether it starts over from a mask of its own, how the
 app previews it while it is applied, and its apply function. The engine
-(:mod:`bgremover.edit`: validating, reading, writing and replaying operations) and
+(:mod:`bgremover.touchup.edit`: validating, reading, writing and replaying operations) and
 the app (its Touch Up menu, edit bar and hints) read this table and nothing else, so
 a new tool is one record plus its apply function, and a name not in the table is an
 error wherever it turns up.
@@ -33,7 +33,7 @@ The tools:
 * ``load``: the whole mask replaced by one from a file (a mask, or a cutout's
   alpha), resized to the image.
 
-The module is longer than 600 lines because it is the tools' one definition: each
+One module because it is the tools' one definition: each
 record sits with the apply function it names, brushes' colour model included.
 
 An apply function takes the operation (already at the image's scale), the mask and
@@ -58,7 +58,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from .errors import EditsError
+from ..errors import EditsError
 from .regions import Box, apply_click
 
 __all__ = [

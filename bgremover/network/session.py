@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ModelError, UsageError
-from .libraries import missing_dlls, missing_libraries
+from ..errors import ModelError, UsageError
+from ..libraries import missing_dlls, missing_libraries
 
 log = logging.getLogger(__name__)
 
@@ -357,7 +357,7 @@ SessionFactory = Callable[[], tuple[Any, SessionInfo]]
 
 
 class SessionPool:
-    """ONNX Runtime sessions shared by every :class:`~bgremover.pipeline.Remover` that uses it.
+    """ONNX Runtime sessions shared by every :class:`~bgremover.engine.pipeline.Remover` using it.
 
     Keyed by what decides a session (the model file's identity, precision, providers,
     threads), never by options applied after inference (refinement, composition), so

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import DiskFullError, ImageWriteError
+from ..errors import DiskFullError, ImageWriteError
 
 if sys.platform == "win32":  # pragma: no cover - exercised by CI on Windows
     import msvcrt

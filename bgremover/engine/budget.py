@@ -1,5 +1,5 @@
 """The pixel budget: how many pixels of images may be worked on at once, shared by the
-batch's stages (:mod:`~bgremover.batch`) and the server's workers
+batch's stages (:mod:`~bgremover.engine.batch`) and the server's workers
 (:mod:`bgremover.serve`).
 
 What must stay true: the pixels held never pass the limit, except that one image is

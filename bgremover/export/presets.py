@@ -3,8 +3,8 @@
 A preset is a table of export options spelled as on the command line
 (``background = "white"``, ``canvas = "2000x2000"``, ``margin = "5%"``,
 ``format = "jpeg"``): :func:`options_from` turns such a table into
-:class:`~bgremover.compose.ComposeOptions` and an output format with the parsers of
-the options' records (:mod:`bgremover.options`), so a preset, the command line's flags,
+:class:`~bgremover.export.compose.ComposeOptions` and an output format with the parsers of
+the options' records (:mod:`bgremover.export.options`), so a preset, the command line's flags,
 the server's parameters and the app's Export panel are read by the same code. User
 presets are TOML (or JSON) files in the presets folder (:func:`presets_dir`), one
 per preset, named after it. Built-in presets are never changed: a user preset saved
@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .atomic import write_atomically
+from ..errors import UsageError
+from ..files.atomic import write_atomically
 from .compose import ComposeOptions
-from .errors import UsageError
 from .options import EXPORT_OPTIONS
 from .options import KEYS as KEYS
 from .options import parse_background as parse_background
@@ -78,7 +78,7 @@ class Preset:
     name: str
     description: str
     #: The options it sets, spelled as on the command line (see :data:`KEYS`, the keys
-    #: of :data:`bgremover.options.EXPORT_OPTIONS`).
+    #: of :data:`bgremover.export.options.EXPORT_OPTIONS`).
     values: Mapping[str, Any]
     #: The file it was read from; None for a built-in preset.
     path: Path | None = None
@@ -268,7 +268,7 @@ def options_from(
 ) -> tuple[ComposeOptions, str | None]:
     """Export options and an output format (None: not set) from option values spelled
     as on the command line, over ``base``; each value is read by its record's parser
-    (:data:`bgremover.options.EXPORT_OPTIONS`). Unknown keys and bad values are a
+    (:data:`bgremover.export.options.EXPORT_OPTIONS`). Unknown keys and bad values are a
     :class:`UsageError` that says what is allowed."""
     unknown = [k for k in values if k not in KEYS]
     if unknown:

@@ -1,0 +1,3 @@
+"""What the user saves: the export options (options), composing a cutout on its
+background, crop and canvas (compose), the output formats (output) and presets.
+"""

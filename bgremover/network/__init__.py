@@ -1,0 +1,4 @@
+"""The ONNX models: the registry and store (models, families, chunked), the tensor
+transforms, ONNX Runtime sessions (session) and int8 (quantize, guard, graph_tools,
+u2net_graph).
+"""

@@ -1,0 +1,3 @@
+"""The user's corrections to a mask as data: the tools (tools), the edits and their
+replay (edit) and the Add/Remove clicks (regions).
+"""
