@@ -1,13 +1,10 @@
 """The main window: it makes the widgets and the controllers, and connects them.
 
-What the app knows lives in the queue model (queue.py) and the settings; what
-it does runs as jobs (jobs.py) on two threads: the engine thread (cut-outs,
-comparisons, batches, model checks; it owns the ONNX Runtime sessions) and the
-output thread (saving and copying, so a 12-megapixel PNG never freezes the
-window). What the user does is the controllers' (opening, saving, editing,
-batches, comparing, the model: ``*_controller.py``), whose actions the menus make
-(menus/). This class holds the settings, chooses the image shown and draws it from
-what the queue holds; the controllers reach it through :class:`~.host.Host`.
+What the app knows lives in the queue model (queue.py) and the settings; what it does
+runs as jobs (jobs.py) on two threads: the engine thread (cut-outs, comparisons, batches,
+model checks; it owns the ONNX Runtime sessions) and the output thread (saving, copying).
+What the user does is the controllers' (``*_controller.py``, their actions made by menus/);
+this class holds the settings and draws the image shown, and is their :class:`~.host.Host`.
 """
 
 from __future__ import annotations
@@ -18,12 +15,7 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QFileOpenEvent, QIcon
-from PySide6.QtWidgets import (
-    QApplication,
-    QMainWindow,
-    QSplitter,
-    QTabWidget,
-)
+from PySide6.QtWidgets import QApplication, QMainWindow, QSplitter, QTabWidget
 
 from .. import __version__
 from ..network.models import ModelStore
