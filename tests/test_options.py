@@ -302,7 +302,10 @@ def test_greyscale_is_a_check_box_of_the_export_panel(
     qtbot.addWidget(panel)
     box = panel.switch_boxes["greyscale"]
     assert box.text() == "Black and white" and not box.isChecked()
-    assert box.parentWidget() is panel.shadow_box.parentWidget()  # the Effects row
+    effects = panel.shadow_box.parentWidget()  # the Effects row; the records' effects below
+    form = effects.parentWidget().layout()
+    here = box if box.parentWidget() is effects.parentWidget() else box.parentWidget()
+    assert form.getWidgetPosition(here)[0] == form.getWidgetPosition(effects)[0] + 1
     with qtbot.waitSignal(panel.changed) as signal:
         box.setChecked(True)
     assert signal.args[0] == {"greyscale": True, "preset": ""}

@@ -289,8 +289,12 @@ class ExportPanel(QGroupBox):
         form.addRow("Size:", size_row)
         form.addRow(OPTIONS["position"].label, self.position_box)
         form.addRow(OPTIONS["max_size"].label, self.max_size_spin)
+        # The records' effects get a row of their own, so the panel stays narrow enough
+        # for a 1024 px screen (test_gui_views).
+        form.addRow("Effects:", _row(self.shadow_box, self.outline_box))
         effects = [b for b in self._switches_in("effects") if b is not self.shadow_box]
-        form.addRow("Effects:", _row(self.shadow_box, self.outline_box, *effects))
+        if effects:
+            form.addRow("", _one_or_row(*effects))
         self._outline_row = _row(self.outline_width, self.outline_button)
         form.addRow("Outline style:", self._outline_row)
         form.addRow(OPTIONS["format"].label, self.format_box)
