@@ -597,7 +597,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
-    from .network.models import REGISTRY, ModelStore, size_text
+    from .network.models import PROMPT_MODELS, REGISTRY, ModelStore, size_text
     from .network.quantize import cached_int8
 
     store = ModelStore()
@@ -606,8 +606,10 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         records.append(record)
         for int8 in cached_int8(store, spec):
             records.append(_int8_record(record, int8))
+    clicks = [store.describe_prompt(spec) for spec in PROMPT_MODELS.values()]
     if args.json:
-        print(json.dumps({"cache": str(store.models_dir), "models": records}, indent=2))
+        listing = {"cache": str(store.models_dir), "models": records, "click_models": clicks}
+        print(json.dumps(listing, indent=2))
         return EXIT_OK
     print(f"Model cache: {store.models_dir}")
     print(f"  {'NAME':<22} {'FAMILY':<16} {'PREC':<5} {'SIZE':>13}  {'':<14} LICENCE")
@@ -621,6 +623,14 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         )
         mark = " (default)" if r["default"] else ""
         print(f"  {'':<22} {r['description']}{mark}")
+    print("Click models (touch-up's Add / Remove clicks):")
+    for c in clicks:
+        state = "cached" if c["cached"] else "not downloaded"
+        print(
+            f"  {c['name']:<22} {'click':<16} {'fp32':<5} {size_text(c['bytes']):>13}  "
+            f"{state:<14} {c['licence']}"
+        )
+        print(f"  {'':<22} {c['description']}")
     return EXIT_OK
 
 
@@ -674,10 +684,18 @@ def _int8_record(fp32: dict, int8: dict) -> dict:
 
 
 def cmd_models_pull(args: argparse.Namespace) -> int:
-    from .network.models import ModelStore, resolve_spec
+    from .network.models import PROMPT_MODELS, ModelStore, resolve_spec
 
-    spec = resolve_spec(args.name)
     progress = TerminalProgress(enabled=not args.quiet)
+    if args.name in PROMPT_MODELS:
+        click = PROMPT_MODELS[args.name]
+        task = progress.task(click.name)
+        paths = ModelStore().ensure_prompt(click, lambda d, t: task("download", d, t))
+        progress.clear()
+        for part, path in zip(click.files, paths, strict=True):
+            print(f"{part.name}: {path} (verified {part.known_hash})")
+        return EXIT_OK
+    spec = resolve_spec(args.name)
     report = progress.task(spec.name)
     path = ModelStore().ensure(spec, lambda done, total: report("download", done, total))
     progress.clear()

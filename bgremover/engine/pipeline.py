@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ..errors import InferenceError, ModelError, UsageError, refuse_unknown
+from ..errors import EditsError, InferenceError, ModelError, UsageError, refuse_unknown
 from ..export.compose import ComposeOptions, Length, compose, compose_array
 from ..export.output import OutputSettings
 from ..files.imaging import LoadedImage, from_array, from_pil, read_image
@@ -42,7 +42,8 @@ from ..network.models import (
 )
 from ..network.session import SessionInfo, SessionPool, create_session, resolve_providers
 from ..network.transforms import mask_from_score, preprocess, score_map
-from ..touchup.edit import Edits, Segmenter, apply_edits
+from ..touchup.edit import Edits, Prompter, Segmenter, apply_edits
+from .clicking import shared_click_model
 
 #: ComposeOptions is here for ``from bgremover import ComposeOptions`` (the package's names).
 __all__ = ["ComposeOptions", "EngineConfig", "Remover", "Result"]
@@ -88,8 +89,23 @@ def output_alpha(
     for box edits), limited by the input's own transparency."""
     alpha = edit_base(image.rgb, mask, refine)
     if edits:
-        alpha = apply_edits(edits, image.rgb, alpha, segment)
+        alpha = apply_edits(edits, image.rgb, alpha, segment, click_prompter(edits, image.rgb))
     return combine_alpha(alpha, image.alpha)
+
+
+def click_prompter(edits: Edits, rgb: np.ndarray) -> Prompter | None:
+    """The click model bound to ``rgb`` when ``edits`` hold clicks made with one (the model
+    obtained and the photo encoded here); None when they hold none."""
+    models = sorted(edits.click_models)
+    if not models:
+        return None
+    if len(models) > 1:
+        raise EditsError(
+            f"These edits mix clicks of several click models ({', '.join(models)}); "
+            "one photo's clicks are replayed with one.",
+            fix="Make the clicks again with one click model.",
+        )
+    return shared_click_model(models[0]).prompter_for(rgb)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from ..files.atomic import write_atomically
 from ..files.imaging import IMAGE_EXTENSIONS, open_image
 from ..touchup.edit import Box, Operation
 from ..touchup.tools import TOOLS, Kind, mask_from_image
+from .click_prep import ClickPrep
 from .dialogs import show_error
 from .editing import EditTools, edit_mode_hint, overlay_image
 from .entry import EditRequest, QueueEntry, Status
@@ -64,6 +65,8 @@ class EditController(QObject):
         self._overlay_for: tuple[object, QImage] | None = None
         self.tools = EditTools(page.viewer, host.window())
         self.tools.operation.connect(self._on_edit_operation)
+        #: The click model bound to the image touched up (made as a job).
+        self.clicks = ClickPrep(host)
         # Before the saves' own: what waited for the edits runs on what they show.
         host.jobs.edited.connect(self._on_edited)
         self.actions: TouchUpActions
@@ -84,6 +87,7 @@ class EditController(QObject):
         image has."""
         ready = entry is not None and entry.processed is not None
         self.tools.set_active(self.edit_mode and ready)
+        self.clicks.follow(entry if self.edit_mode and ready else None)
         self.actions.update_enabled(entry, self.edit_mode, ready, self.why_not_editable(entry))
 
     def set_edit_mode(self, on: bool) -> None:
@@ -115,6 +119,8 @@ class EditController(QObject):
     def _on_edit_operation(self, op: Operation) -> None:
         """An operation drawn by the user on the current image: applied as a job."""
         entry = self.host.current_entry()
+        if entry is not None:
+            op = self.clicks.operation(entry, op)
         if entry is None or not self.host.jobs.edit(entry, "apply", op):
             self.tools.applied(op)
         self._edits_requested(entry)

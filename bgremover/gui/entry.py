@@ -20,7 +20,7 @@ from PySide6.QtGui import QImage
 
 from ..files.imaging import LoadedImage
 from ..touchup.edit import Edits, Operation
-from .results import Compared, Processed
+from .results import ClickReady, Compared, Processed
 
 if TYPE_CHECKING:  # annotations only: importing these loads the engine
     from ..engine.pipeline import EngineConfig
@@ -232,6 +232,10 @@ class EditState:
     #: image's edits run strictly one after another).
     pending: deque[EditRequest] = field(default_factory=deque)
     job: int | None = None
+    #: The click model bound to this photo (its embedding, a few MB), once made; and
+    #: the job making it. Kept with the edits: the photo does not change.
+    clicks: ClickReady | None = None
+    click_job: int | None = None
 
     @property
     def busy(self) -> bool:

@@ -122,9 +122,10 @@ class QueueJobs(QObject):
         # waiting are in them; those asked for from now on wait for it.
         edits = entry.edits or None
         entry.editing.withdraw()
+        clicks = entry.editing.clicks
         job = self.engine.submit(
             "process",
-            lambda ctx: self.worker.process(ctx, source, config, options, edits, fmt),
+            lambda ctx: self.worker.process(ctx, source, config, options, edits, fmt, clicks),
             tag=("process", entry.item_id, config),
             on_end=self._on_process_end,
             on_progress=self.report_progress,
@@ -278,12 +279,13 @@ class QueueJobs(QObject):
     def _submit_edit(self, entry: QueueEntry, p: Processed, request: EditRequest) -> int:
         """Apply ``request`` to ``p`` (``entry``'s result) as a job; its id."""
         config = p.config
+        clicks = entry.editing.clicks
         tag = ("edit", entry.item_id, request)
         if request.action != "undo" and needs_model(request.op):
             job = self.engine.submit(
                 "edit",
                 lambda ctx: apply_edit(
-                    ctx, p, request.action, request.op, self.worker.remover(ctx, config)
+                    ctx, p, request.action, request.op, self.worker.remover(ctx, config), clicks
                 ),
                 tag=tag,
                 on_end=self._on_edit_end,
@@ -291,7 +293,7 @@ class QueueJobs(QObject):
         else:
             job = self.output.submit(
                 "edit",
-                lambda ctx: apply_edit(ctx, p, request.action, request.op),
+                lambda ctx: apply_edit(ctx, p, request.action, request.op, None, clicks),
                 tag=tag,
                 on_end=self._on_edit_end,
             )

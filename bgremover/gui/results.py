@@ -35,6 +35,18 @@ class Preparing:
     total: int | None
 
 
+@dataclass(frozen=True)
+class ClickReady:
+    """The click model bound to one photo: what the Add / Remove clicks run on it."""
+
+    #: The click model's name (what a click made with it records).
+    model: str
+    #: The decoder bound to the photo's embedding (a touch-up ``Prompter``).
+    prompt: Any
+    #: The embedding's size in memory.
+    nbytes: int
+
+
 class ModelSegmenter:
     """The model behind an :class:`~bgremover.touchup.edit.Editor`'s box edits.
 

@@ -21,6 +21,7 @@ from PySide6.QtGui import QImage
 from ..compare.comparison import compare
 from ..compare.report import DEFAULT_HEAT_SCALE, heatmap
 from ..engine.batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
+from ..engine.clicking import ClickModel
 from ..engine.pipeline import EngineConfig, Remover, Result, TaskProgress
 from ..engine.plan import plan_batch
 from ..export.compose import ComposeOptions, Length, enlargement
@@ -35,6 +36,7 @@ from .jobs import JobContext
 from .results import (
     BatchProgress,
     BatchRequest,
+    ClickReady,
     Compared,
     Edited,
     ModelSegmenter,
@@ -81,11 +83,16 @@ def needs_model(op: Operation | None) -> bool:
 
 
 def start_editor(
-    result: Result, refine: bool, edits: Edits | None, remover: Remover | None
+    result: Result,
+    refine: bool,
+    edits: Edits | None,
+    remover: Remover | None,
+    clicks: ClickReady | None = None,
 ) -> tuple[Editor, ModelSegmenter]:
     """An Editor on ``result`` (made without edits) with ``edits`` replayed on it.
 
-    ``remover`` runs the model for replayed box edits (engine thread only).
+    ``remover`` runs the model for replayed box edits (engine thread only); ``clicks``
+    is the click model bound to the photo, for clicks made with it.
     """
     segmenter = ModelSegmenter()
     # Without the input's own transparency, the unedited output alpha is the edits' base.
@@ -93,7 +100,8 @@ def start_editor(
     base = result.alpha if image.alpha is None else result.edit_base(refine)
     segmenter.remover = remover
     try:
-        editor = Editor(image.rgb, base, edits or None, segmenter)
+        prompt = clicks.prompt if clicks is not None else None
+        editor = Editor(image.rgb, base, edits or None, segmenter, prompt)
     finally:
         segmenter.remover = None
     return editor, segmenter
@@ -135,6 +143,7 @@ def apply_edit(
     action: str,
     op: Operation | None = None,
     remover: Remover | None = None,
+    clicks: ClickReady | None = None,
 ) -> Edited:
     """One edit request on ``earlier``'s editor: ``action`` is "apply" (``op``), "undo" or
     "redo" (``op`` is applied again when the editor was remade since it was undone).
@@ -146,6 +155,8 @@ def apply_edit(
     editor, segmenter = earlier.editor, earlier.segmenter
     if editor is None or segmenter is None:
         editor, segmenter = start_editor(earlier.result, earlier.config.refine, None, None)
+    if clicks is not None:
+        editor.prompt = clicks.prompt
     segmenter.remover = remover
     try:
         if action == "apply":
@@ -191,6 +202,8 @@ class Worker:
         #: models side by side fit; a third, or a switch, releases the oldest).
         self.pool = SessionPool(capacity=sessions, budget=SESSION_BUDGET)
         self.store = store
+        #: The click model, loaded on the first photo touched up with it.
+        self._click_model: ClickModel | None = None
 
     def remover(self, ctx: JobContext, config: EngineConfig) -> Remover:
         """A Remover for ``config`` whose model preparation reports to, and stops with, ``ctx``."""
@@ -210,9 +223,11 @@ class Worker:
         options: ComposeOptions,
         edits: Edits | None = None,
         fmt: str = "png",
+        clicks: ClickReady | None = None,
     ) -> Processed:
         """The result of ``source``, with the user's ``edits`` (if any) replayed on it,
-        previewed as a ``fmt`` file."""
+        previewed as a ``fmt`` file. Edits holding clicks made with the click model replay
+        with ``clicks`` (the model bound to this photo), or bind it here."""
         remover = self.remover(ctx, config)
         remover.load()
         ctx.token.check()  # withdrawn while the model was prepared
@@ -220,10 +235,35 @@ class Worker:
         ctx.token.check()
         if not edits:
             return processed(result, config, options, fmt=fmt)
-        editor, segmenter = start_editor(result, config.refine, edits, remover)
+        if edits.click_models and clicks is None:
+            clicks = self.bind_clicks(ctx, result.image.rgb)
+        editor, segmenter = start_editor(result, config.refine, edits, remover, clicks)
         ctx.token.check()
         result = result.with_edited_alpha(editor.alpha)
         return processed(result, config, options, editor=editor, segmenter=segmenter, fmt=fmt)
+
+    def bind_clicks(self, ctx: JobContext, rgb: np.ndarray) -> ClickReady:
+        """The click model bound to the photo ``rgb``: obtained (reporting ``("download",
+        done, total)``) and loaded on first use, then the photo encoded (``("encode", 0,
+        None)``); a cancel stops the download, or drops the embedding once made."""
+        if self._click_model is None:
+            last = [0.0]
+
+            def progress(done: int, total: int | None) -> None:
+                if ctx.token.cancelled:
+                    raise DownloadCancelled()  # the store leaves nothing behind
+                now = time.monotonic()
+                if now - last[0] > 0.05:
+                    last[0] = now
+                    ctx.report(("download", done, total))
+
+            self._click_model = ClickModel(store=self.store, progress=progress)
+        ctx.token.check()
+        ctx.report(("encode", 0, None))
+        embedding = self._click_model.encode(rgb)
+        ctx.token.check()
+        model = self._click_model
+        return ClickReady(model.name, model.prompter(embedding), embedding.nbytes)
 
     def compare(
         self, ctx: JobContext, source: Source, a: EngineConfig, b: EngineConfig

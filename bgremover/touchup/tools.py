@@ -59,6 +59,7 @@ import numpy as np
 from PIL import Image
 
 from ..errors import EditsError
+from .learned import Prompter, edge_score, learned_click
 from .regions import Box, apply_click
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "Box",
     "Kind",
     "Operation",
+    "Prompter",
     "Restart",
     "Segmenter",
     "Tool",
@@ -126,6 +128,8 @@ class ToolContext:
     segment: Segmenter | None = None
     #: Clicks since the last restart: (x, y, add), oldest first.
     clicks: list[tuple[float, float, bool]] = field(default_factory=list)
+    #: The click model bound to this photo, for clicks made with it (None: not loaded).
+    prompt: Prompter | None = None
 
 
 #: A tool's apply function: (operation, mask, context) -> (new mask, changed box).
@@ -202,6 +206,8 @@ class Operation:
     edge_aware: bool = False
     #: Mask tools: the mask, PNG-encoded (greyscale).
     mask_png: bytes = field(default=b"", repr=False)
+    #: Clicks: the click model that made it ("": the classical click, by colour).
+    model: str = ""
 
     def __post_init__(self) -> None:
         kind = tool_named(self.tool).kind
@@ -214,6 +220,8 @@ class Operation:
             raise EditsError(f"A {self.tool!r} edit needs the mask it loads.")
         if not 0.0 <= self.hardness <= 1.0:
             raise EditsError("A brush's hardness is between 0 and 1.")
+        if self.model and kind is not Kind.CLICK:
+            raise EditsError(f"A {self.tool!r} edit is not made with a click model.")
 
     @property
     def spec(self) -> Tool:
@@ -233,8 +241,8 @@ class Operation:
         return cls(tool, pts, float(radius), float(hardness), bool(edge_aware))
 
     @classmethod
-    def click(cls, x: float, y: float, add: bool = True) -> Operation:
-        return cls("add" if add else "remove", ((float(x), float(y)),))
+    def click(cls, x: float, y: float, add: bool = True, model: str = "") -> Operation:
+        return cls("add" if add else "remove", ((float(x), float(y)),), model=model)
 
     @classmethod
     def box(cls, x0: float, y0: float, x1: float, y1: float) -> Operation:
@@ -261,6 +269,8 @@ class Operation:
             out.update(radius=self.radius, hardness=self.hardness, edge_aware=self.edge_aware)
         if self.mask_png:
             out["mask_png"] = base64.b64encode(self.mask_png).decode("ascii")
+        if self.model:
+            out["model"] = self.model
         return out
 
     @classmethod
@@ -277,6 +287,7 @@ class Operation:
                 float(data.get("hardness", 1.0)),
                 bool(data.get("edge_aware", False)),
                 mask_png,
+                str(data.get("model", "")),
             )
         except (TypeError, ValueError) as exc:
             raise EditsError(f"An edit could not be read: {exc}.") from exc
@@ -553,9 +564,24 @@ def _erase(op: Operation, alpha: np.ndarray, ctx: ToolContext) -> tuple[np.ndarr
 def _clicked(add: bool) -> Apply:
     def click(op: Operation, alpha: np.ndarray, ctx: ToolContext) -> tuple[np.ndarray, Box | None]:
         (x, y) = op.points[0]
-        new, box = apply_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), ctx.base)
+        made = None
+        if op.model:
+            if ctx.prompt is None:
+                raise EditsError(
+                    f"This {op.tool!r} click was made with the {op.model} click model, "
+                    "which is not loaded here.",
+                    fix=f"Replay these edits where the click model can be obtained "
+                    f"(`bgremover models pull {op.model}`).",
+                )
+            made = learned_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), ctx.prompt)
+        classic = apply_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), ctx.base)
+        # With the click model: the outline that sits better on the photo's edges.
+        if made is None or edge_score(ctx.rgb, alpha, classic[0]) > edge_score(
+            ctx.rgb, alpha, made[0]
+        ):
+            made = classic
         ctx.clicks.append((x, y, add))
-        return new, box
+        return made
 
     return click
 

@@ -1,7 +1,7 @@
 """Clicks benchmark: how many Add / Remove clicks a user needs to correct u2netp's mask.
 
     python tests/benchmarks/clicks.py IMAGES_DIR GT_DIR [--max-clicks 20]
-        [--tool click|box] [--refine/--no-refine] [--model NAME] [--images N]
+        [--tool click|classic|box] [--refine/--no-refine] [--model NAME] [--images N]
 
 The standard protocol of interactive segmentation (Xu et al. 2016, "Deep
 Interactive Object Selection"; RITM, Sofiiuk et al. 2022): the result starts as
@@ -13,14 +13,21 @@ ground truth (>= 128): an Add click on a region the result misses, a Remove
 click on one it wrongly keeps. Every interaction is an operation applied by the
 app's own :class:`bgremover.touchup.edit.Editor`, with the model's crops as the app runs
 them (:meth:`Remover.segment`), clicked at the pixel's centre as a mouse click is.
+``--tool click`` (the default) clicks as the app's Add / Remove tool does by default,
+with the click model (:mod:`bgremover.touchup.learned`, the photo encoded once: its time
+is printed apart); ``--tool classic`` with the classical click by colour
+(:mod:`bgremover.touchup.regions`).
 ``--tool box`` first draws one box around the ground truth's bounding box (one
 interaction: the network on the box's crop), then clicks; the box always counts,
 so with it every NoC is at least 1, and the row also gives the IoU right after it.
 
 Printed per image: IoU with no interaction, the number of interactions to reach
-IoU 0.85 / 0.90 / 0.95 (``--max-clicks`` when never), the final IoU; then
-``MEAN NoC@85 x NoC@90 y NoC@95 z`` and the median seconds per click (the time
-of the click operation alone; the time of the box operation is printed apart).
+IoU 0.85 / 0.90 / 0.95 (``--max-clicks`` when never), the final IoU, and the click's
+*collateral*: of the pixels a click flipped (binarised at 128), the share that were
+right before it (wrongly changed / all changed), summed over the photo's clicks; then
+``MEAN NoC@85 x NoC@90 y NoC@95 z``, the collateral over all clicks (pooled, and the
+mean of the per-click shares) and the median seconds per click (the time of the click
+operation alone; the time of the box operation and of encoding are printed apart).
 Ground truths of another size than their photo (e.g. camera-size photos made by
 make_camera_set.py) are resized to it.
 """
@@ -37,6 +44,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from bgremover.engine.clicking import ClickModel
 from bgremover.engine.pipeline import EngineConfig, Remover
 from bgremover.mask.metrics import iou
 from bgremover.touchup.edit import Editor, Operation
@@ -73,7 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("images", type=Path)
     ap.add_argument("truths", type=Path)
     ap.add_argument("--max-clicks", type=int, default=20)
-    ap.add_argument("--tool", choices=("click", "box"), default="click")
+    ap.add_argument(
+        "--tool",
+        choices=("click", "classic", "box"),
+        default="click",
+        help="click: the app's default Add/Remove (the click model); classic: by colour",
+    )
     ap.add_argument("--refine", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument(
         "--model", default="u2netp", help="the model whose mask the clicks start from (boxes too)"
@@ -82,19 +95,26 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     remover = Remover.from_config(EngineConfig(model=args.model, refine=args.refine))
+    learned = args.tool != "classic"
+    clicker = ClickModel() if learned else None
+    click_model = clicker.name if clicker is not None else ""
 
     pairs = load_pairs(args.images, args.truths, args.limit)
     print(
         f"{args.model} fp32, edge refinement {'on' if args.refine else 'off'}, tool {args.tool}, "
         f"max {args.max_clicks} interactions, {len(pairs)} photos"
+        + (f", click model {click_model}" if learned else ", classical clicks")
     )
     after_box = f"{'box':>7}" if args.tool == "box" else ""
     header = f"{'image':<14}{'size':>11}{'IoU@0':>7}{after_box}"
-    header += f"{'@85':>5}{'@90':>5}{'@95':>5}{'final':>7}"
+    header += f"{'@85':>5}{'@90':>5}{'@95':>5}{'final':>7}{'collat':>8}"
     print(header + "  clicks (+add -remove)")
     noc: dict[float, list[int]] = {t: [] for t in THRESHOLDS}
     click_times: list[float] = []
     box_times: list[float] = []
+    encode_times: list[float] = []
+    shares: list[float] = []
+    wrong_total = flipped_total = 0
     for src, truth_path in pairs:
         result = remover.remove(src)
         rgb = result.image.rgb
@@ -106,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         start_iou = ious[0]
         # The app's own editor: the same operations, the model's crops as the app runs them.
         editor = Editor(rgb, alpha, segment=remover.segment)
+        if clicker is not None:
+            start = time.perf_counter()
+            editor.prompt = clicker.prompter_for(rgb)
+            encode_times.append(time.perf_counter() - start)
+        gt_fg = truth >= 128
+        wrong_photo = flipped_photo = 0
         clicks: list[tuple[int, int, bool]] = []
         used = 0
         if args.tool == "box":
@@ -121,9 +147,17 @@ def main(argv: list[str] | None = None) -> int:
             if click is None:
                 break
             x, y, add = click
+            before = editor.alpha >= 128
             start = time.perf_counter()
-            editor.apply(Operation.click(x + 0.5, y + 0.5, add))
+            editor.apply(Operation.click(x + 0.5, y + 0.5, add, model=click_model))
             click_times.append(time.perf_counter() - start)
+            flipped = before != (editor.alpha >= 128)
+            n_flipped = int(flipped.sum())
+            n_wrong = int((flipped & (before == gt_fg)).sum())
+            if n_flipped:
+                shares.append(n_wrong / n_flipped)
+            wrong_photo += n_wrong
+            flipped_photo += n_flipped
             clicks.append(click)
             used += 1
             ious.append(iou(editor.alpha, truth))
@@ -139,15 +173,25 @@ def main(argv: list[str] | None = None) -> int:
         signs = "".join("+" if c[2] else "-" for c in clicks)
         size = f"{rgb.shape[1]}x{rgb.shape[0]}"
         boxed = f"{ious[1]:>7.3f}" if args.tool == "box" else ""
+        collateral = f"{wrong_photo / flipped_photo:>8.3f}" if flipped_photo else f"{'-':>8}"
+        wrong_total += wrong_photo
+        flipped_total += flipped_photo
         print(
             f"{src.stem:<14}{size:>11}{start_iou:>7.3f}{boxed}{row[0]:>5}{row[1]:>5}{row[2]:>5}"
-            f"{ious[-1]:>7.3f}  {signs}",
+            f"{ious[-1]:>7.3f}{collateral}  {signs}",
             flush=True,
         )
     means = " ".join(f"NoC@{round(t * 100)} {statistics.fmean(noc[t]):.2f}" for t in THRESHOLDS)
     print(f"MEAN {means}")
     within = sum(1 for n in noc[THRESHOLDS[-1]] if n <= 8)
     print(f"reached 0.95 within 8 interactions: {within} of {len(pairs)}")
+    if flipped_total:
+        print(
+            f"collateral (wrongly changed / all changed): {wrong_total / flipped_total:.3f} "
+            f"pooled, {statistics.fmean(shares):.3f} mean per click"
+        )
+    if encode_times:
+        print(f"median time to encode a photo {statistics.median(encode_times):.3f} s")
     if click_times:
         print(
             f"median time per click {statistics.median(click_times):.3f} s "

@@ -1,0 +1,160 @@
+"""Add / Remove clicks with a learned click model: the click selects the object under it.
+
+The classical click (regions.py) finds the clicked region by colour alone. A click
+model (a Segment Anything decoder, :mod:`bgremover.network.prompt`) knows objects: given
+points it returns the object they select. :func:`learned_click` asks it for *the thing
+the click is about*: for an Add click, what should be added (the Add clicks since the
+last restart are its include points, the Remove clicks its exclude points); for a
+Remove click, what should go (the Remove clicks include, the Add clicks exclude). Then:
+
+1. the proposal is the connected part of the model's mask (logits > 0, in the model's
+   working frame) that holds the click; nothing outside it changes, so a click never
+   touches what it was not aimed at;
+2. inside that part the mask moves towards 255 (Add) or 0 (Remove) by the model's own
+   confidence (the logits upsampled to the photo's size, through a sigmoid), so the
+   outline is the model's, soft over about one working pixel, at any photo size;
+3. the changed pixels get the edge refinement the model's mask gets, held to the same
+   rule (:func:`bgremover.touchup.regions.refine_change`).
+
+When the model does not select the clicked pixel at all, selects almost the whole
+photo (it found no object there), or a Remove would take away a place an Add click
+asked to keep, ``None`` is returned and the caller uses the classical click.
+
+The caller (the ``add`` / ``remove`` tools) also makes the classical click's result and
+keeps whichever outline sits better on the photo's edges (:func:`edge_score`): the model
+is strong where the network dropped a whole object and weak on fine structure (leaves,
+hair), where the colour-based click is better. Measured in docs/decisions/0010.
+
+What must stay true (as for the classical click): an Add never lowers a pixel and a
+Remove never raises one; the clicked pixel becomes 255 / 0; nothing outside the
+proposal's part changes; the inputs are never modified; the same clicks give the same
+mask (the model is deterministic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import cv2
+import numpy as np
+
+from .regions import Box, refine_change
+
+__all__ = ["MAX_SHARE", "Prompter", "edge_score", "learned_click"]
+
+#: A proposal over more than this share of the photo is not an object: fall back.
+MAX_SHARE = 0.9
+#: Working-frame pixels of margin around the proposal for upsampling its logits.
+_PAD = 2
+
+
+class Prompter(Protocol):
+    """The click model bound to the photo being edited (its embedding made once)."""
+
+    def __call__(
+        self,
+        points: Sequence[tuple[float, float, int]],
+        box: tuple[float, float, float, float] | None = None,
+    ) -> np.ndarray:
+        """The mask's logits (float32) in the model's working frame — the photo scaled
+        to a fixed long side — for points (x, y, label: 1 include, 0 exclude) and an
+        optional box (x0, y0, x1, y1), both in photo pixels."""
+        ...
+
+
+def _points(
+    clicks: Sequence[tuple[float, float, bool]], add: bool
+) -> list[tuple[float, float, int]]:
+    """The prompt for "what this click is about": clicks of its sign include, others
+    exclude."""
+    return [(x, y, 1 if a == add else 0) for x, y, a in clicks]
+
+
+def learned_click(
+    rgb: np.ndarray,
+    alpha: np.ndarray,
+    point: tuple[float, float],
+    add: bool,
+    earlier: Sequence[tuple[float, float, bool]],
+    prompt: Prompter,
+) -> tuple[np.ndarray, Box | None] | None:
+    """The mask after one click with the click model; None when the model finds no
+    object at the click (the caller then uses the classical click).
+
+    ``earlier`` are the clicks since the last restart (x, y, add), oldest first. Returns
+    the new mask (a new array) and the box of the pixels that changed (None: none)."""
+    height, width = alpha.shape
+    x, y = float(point[0]), float(point[1])
+    px = min(width - 1, max(0, int(np.floor(x))))
+    py = min(height - 1, max(0, int(np.floor(y))))
+    clicks = [*earlier, (x, y, add)]
+    logits = prompt(_points(clicks, add))
+    fh, fw = logits.shape
+    sx, sy = fw / width, fh / height
+
+    def frame(px: float, py: float) -> tuple[int, int]:
+        return min(fh - 1, int(py * sy)), min(fw - 1, int(px * sx))
+
+    selected = (logits > 0).astype(np.uint8)
+    if not selected[frame(x, y)] or selected.mean() > MAX_SHARE:
+        return None
+    # What a Remove takes away never holds a place the user clicked to keep (the model
+    # grouped the leftover with the subject): that click is the classical one.
+    if not add and any(selected[frame(ax, ay)] for ax, ay, a in earlier if a):
+        return None
+    _, labels = cv2.connectedComponents(selected, connectivity=8)
+    part = labels == labels[frame(x, y)]
+    ys, xs = np.nonzero(part)
+    f0x, f0y = max(0, int(xs.min()) - _PAD), max(0, int(ys.min()) - _PAD)
+    f1x, f1y = min(fw, int(xs.max()) + 1 + _PAD), min(fh, int(ys.max()) + 1 + _PAD)
+    # The part's box in photo pixels, and the logits there at the photo's size.
+    x0, y0 = int(np.floor(f0x / sx)), int(np.floor(f0y / sy))
+    x1, y1 = min(width, int(np.ceil(f1x / sx))), min(height, int(np.ceil(f1y / sy)))
+    size = (x1 - x0, y1 - y0)
+    # Sample the frame at the photo pixels' centres (cv2.remap: exact for any scale).
+    gx = ((np.arange(x0, x1, dtype=np.float32) + 0.5) * sx - 0.5)[None, :]
+    gy = ((np.arange(y0, y1, dtype=np.float32) + 0.5) * sy - 0.5)[:, None]
+    map_x = np.broadcast_to(gx, (size[1], size[0])).astype(np.float32)
+    map_y = np.broadcast_to(gy, (size[1], size[0])).astype(np.float32)
+    up = cv2.remap(logits, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    # Only the part's own pixels (and the soft rim, one working pixel, the logits give
+    # them) may change.
+    rim = cv2.dilate(part.astype(np.uint8), np.ones((3, 3), np.uint8))
+    inside = cv2.remap(rim, map_x, map_y, cv2.INTER_NEAREST, borderMode=cv2.BORDER_CONSTANT) > 0
+    weight = np.where(inside, 1.0 / (1.0 + np.exp(-np.clip(up, -30, 30))), 0.0)
+    before = np.asarray(alpha, np.uint8)
+    new = before.copy()
+    region = new[y0:y1, x0:x1].astype(np.float32)
+    target = 255.0 if add else 0.0
+    moved = np.rint(region + (target - region) * weight).astype(np.uint8)
+    new[y0:y1, x0:x1] = (
+        np.maximum(moved, before[y0:y1, x0:x1]) if add else np.minimum(moved, before[y0:y1, x0:x1])
+    )
+    refine_change(np.ascontiguousarray(rgb, np.uint8), before, new, add)
+    new[py, px] = 255 if add else 0
+    diff = new != before
+    if not diff.any():
+        return new, None
+    rows, cols = np.flatnonzero(diff.any(axis=1)), np.flatnonzero(diff.any(axis=0))
+    return new, (int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1)
+
+
+def edge_score(rgb: np.ndarray, before: np.ndarray, after: np.ndarray) -> float:
+    """How well the outline of what changed sits on the photo's edges: the mean colour
+    gradient along the changed region's border (0 when nothing changed)."""
+    changed = (before >= 128) != (after >= 128)
+    if not changed.any():
+        return 0.0
+    ys, xs = np.nonzero(changed)
+    h, w = changed.shape
+    x0, y0 = max(0, int(xs.min()) - 2), max(0, int(ys.min()) - 2)
+    x1, y1 = min(w, int(xs.max()) + 3), min(h, int(ys.max()) + 3)
+    part = changed[y0:y1, x0:x1].astype(np.uint8)
+    border = cv2.morphologyEx(part, cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8)) > 0
+    lab = cv2.cvtColor(np.ascontiguousarray(rgb[y0:y1, x0:x1]), cv2.COLOR_RGB2Lab)
+    lab = lab.astype(np.float32)
+    gx = cv2.Sobel(lab, cv2.CV_32F, 1, 0, ksize=3)
+    gy = cv2.Sobel(lab, cv2.CV_32F, 0, 1, ksize=3)
+    mag = np.sqrt((gx * gx + gy * gy).sum(axis=2))
+    return float(mag[border].mean())

