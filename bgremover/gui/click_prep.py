@@ -61,10 +61,10 @@ class ClickPrep(QObject):
         )
 
     def operation(self, entry: QueueEntry, op: Operation) -> Operation:
-        """``op`` as the image's clicks are made now: with the click model once it is
-        bound to the photo, by colour until then."""
+        """``op`` as the image's clicks and boxes are made now: with the click model once
+        it is bound to the photo, without it until then."""
         clicks = entry.editing.clicks
-        if op.spec.kind is Kind.CLICK and clicks is not None and not op.model:
+        if op.spec.kind in (Kind.CLICK, Kind.BOX) and clicks is not None and not op.model:
             return replace(op, model=clicks.model)
         return op
 

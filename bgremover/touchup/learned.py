@@ -41,7 +41,7 @@ import numpy as np
 
 from .regions import Box, refine_change
 
-__all__ = ["MAX_SHARE", "Prompter", "edge_score", "learned_click"]
+__all__ = ["MAX_SHARE", "Prompter", "box_mask", "edge_score", "learned_click"]
 
 #: A proposal over more than this share of the photo is not an object: fall back.
 MAX_SHARE = 0.9
@@ -61,6 +61,42 @@ class Prompter(Protocol):
         to a fixed long side — for points (x, y, label: 1 include, 0 exclude) and an
         optional box (x0, y0, x1, y1), both in photo pixels."""
         ...
+
+
+def _sigmoid(logits: np.ndarray) -> np.ndarray:
+    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(logits, -30, 30))), np.float32)
+
+
+def _at_photo(
+    frame: np.ndarray, box: Box, scale: tuple[float, float], interpolation: int
+) -> np.ndarray:
+    """``frame`` (the working frame's pixels) sampled at the centres of the photo pixels
+    of ``box``; ``scale`` is working-frame pixels per photo pixel (x, y)."""
+    x0, y0, x1, y1 = box
+    sx, sy = scale
+    gx = ((np.arange(x0, x1, dtype=np.float32) + 0.5) * sx - 0.5)[None, :]
+    gy = ((np.arange(y0, y1, dtype=np.float32) + 0.5) * sy - 0.5)[:, None]
+    map_x = np.broadcast_to(gx, (y1 - y0, x1 - x0)).astype(np.float32)
+    map_y = np.broadcast_to(gy, (y1 - y0, x1 - x0)).astype(np.float32)
+    return np.asarray(
+        cv2.remap(frame, map_x, map_y, interpolation, borderMode=cv2.BORDER_REPLICATE)
+    )
+
+
+def box_mask(
+    shape: tuple[int, int],
+    corners: tuple[float, float, float, float],
+    crop: Box,
+    prompt: Prompter,
+) -> np.ndarray:
+    """The click model's mask (uint8) of the object inside ``corners`` (a box drawn by the
+    user, photo pixels), over the photo pixels of ``crop``; ``shape`` is the photo's."""
+    logits = prompt((), box=corners)
+    fh, fw = logits.shape
+    scale = (fw / shape[1], fh / shape[0])
+    return np.rint(_sigmoid(_at_photo(logits, crop, scale, cv2.INTER_LINEAR)) * 255).astype(
+        np.uint8
+    )
 
 
 def _points(
@@ -111,18 +147,12 @@ def learned_click(
     # The part's box in photo pixels, and the logits there at the photo's size.
     x0, y0 = int(np.floor(f0x / sx)), int(np.floor(f0y / sy))
     x1, y1 = min(width, int(np.ceil(f1x / sx))), min(height, int(np.ceil(f1y / sy)))
-    size = (x1 - x0, y1 - y0)
-    # Sample the frame at the photo pixels' centres (cv2.remap: exact for any scale).
-    gx = ((np.arange(x0, x1, dtype=np.float32) + 0.5) * sx - 0.5)[None, :]
-    gy = ((np.arange(y0, y1, dtype=np.float32) + 0.5) * sy - 0.5)[:, None]
-    map_x = np.broadcast_to(gx, (size[1], size[0])).astype(np.float32)
-    map_y = np.broadcast_to(gy, (size[1], size[0])).astype(np.float32)
-    up = cv2.remap(logits, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    up = _at_photo(logits, (x0, y0, x1, y1), (sx, sy), cv2.INTER_LINEAR)
     # Only the part's own pixels (and the soft rim, one working pixel, the logits give
     # them) may change.
     rim = cv2.dilate(part.astype(np.uint8), np.ones((3, 3), np.uint8))
-    inside = cv2.remap(rim, map_x, map_y, cv2.INTER_NEAREST, borderMode=cv2.BORDER_CONSTANT) > 0
-    weight = np.where(inside, 1.0 / (1.0 + np.exp(-np.clip(up, -30, 30))), 0.0)
+    inside = _at_photo(rim, (x0, y0, x1, y1), (sx, sy), cv2.INTER_NEAREST) > 0
+    weight = np.where(inside, _sigmoid(up), 0.0)
     before = np.asarray(alpha, np.uint8)
     new = before.copy()
     region = new[y0:y1, x0:x1].astype(np.float32)
@@ -133,26 +163,41 @@ def learned_click(
     )
     refine_change(np.ascontiguousarray(rgb, np.uint8), before, new, add)
     new[py, px] = 255 if add else 0
-    diff = new != before
+    # Nothing outside the part's box changed (the refinement only touches changed pixels).
+    diff = new[y0:y1, x0:x1] != before[y0:y1, x0:x1]
     if not diff.any():
         return new, None
     rows, cols = np.flatnonzero(diff.any(axis=1)), np.flatnonzero(diff.any(axis=0))
-    return new, (int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1)
+    return new, (
+        x0 + int(cols[0]),
+        y0 + int(rows[0]),
+        x0 + int(cols[-1]) + 1,
+        y0 + int(rows[-1]) + 1,
+    )
 
 
-def edge_score(rgb: np.ndarray, before: np.ndarray, after: np.ndarray) -> float:
+#: :func:`edge_score` looks at the changed box with at most this many pixels a side.
+EDGE_SIDE = 1024
+
+
+def edge_score(rgb: np.ndarray, before: np.ndarray, after: np.ndarray, box: Box | None) -> float:
     """How well the outline of what changed sits on the photo's edges: the mean colour
-    gradient along the changed region's border (0 when nothing changed)."""
-    changed = (before >= 128) != (after >= 128)
+    gradient along the changed region's border (0 when nothing changed). ``box`` holds
+    every changed pixel (None: none changed); a large box is looked at with a stride, so
+    that the score costs the same at any photo size."""
+    if box is None:
+        return 0.0
+    h, w = before.shape
+    x0, y0 = max(0, box[0] - 2), max(0, box[1] - 2)
+    x1, y1 = min(w, box[2] + 2), min(h, box[3] + 2)
+    step = max(1, -(-max(x1 - x0, y1 - y0) // EDGE_SIDE))
+    window = np.s_[y0:y1:step, x0:x1:step]
+    changed = (before[window] >= 128) != (after[window] >= 128)
     if not changed.any():
         return 0.0
-    ys, xs = np.nonzero(changed)
-    h, w = changed.shape
-    x0, y0 = max(0, int(xs.min()) - 2), max(0, int(ys.min()) - 2)
-    x1, y1 = min(w, int(xs.max()) + 3), min(h, int(ys.max()) + 3)
-    part = changed[y0:y1, x0:x1].astype(np.uint8)
+    part = changed.astype(np.uint8)
     border = cv2.morphologyEx(part, cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8)) > 0
-    lab = cv2.cvtColor(np.ascontiguousarray(rgb[y0:y1, x0:x1]), cv2.COLOR_RGB2Lab)
+    lab = cv2.cvtColor(np.ascontiguousarray(rgb[window]), cv2.COLOR_RGB2Lab)
     lab = lab.astype(np.float32)
     gx = cv2.Sobel(lab, cv2.CV_32F, 1, 0, ksize=3)
     gy = cv2.Sobel(lab, cv2.CV_32F, 0, 1, ksize=3)

@@ -59,7 +59,8 @@ import numpy as np
 from PIL import Image
 
 from ..errors import EditsError
-from .learned import Prompter, edge_score, learned_click
+from ..mask.refine import refine_alpha
+from .learned import Prompter, box_mask, edge_score, learned_click
 from .regions import Box, apply_click
 
 __all__ = [
@@ -206,7 +207,7 @@ class Operation:
     edge_aware: bool = False
     #: Mask tools: the mask, PNG-encoded (greyscale).
     mask_png: bytes = field(default=b"", repr=False)
-    #: Clicks: the click model that made it ("": the classical click, by colour).
+    #: Clicks and boxes: the click model that made it ("": without, as before it).
     model: str = ""
 
     def __post_init__(self) -> None:
@@ -220,7 +221,7 @@ class Operation:
             raise EditsError(f"A {self.tool!r} edit needs the mask it loads.")
         if not 0.0 <= self.hardness <= 1.0:
             raise EditsError("A brush's hardness is between 0 and 1.")
-        if self.model and kind is not Kind.CLICK:
+        if self.model and kind not in (Kind.CLICK, Kind.BOX):
             raise EditsError(f"A {self.tool!r} edit is not made with a click model.")
 
     @property
@@ -245,8 +246,8 @@ class Operation:
         return cls("add" if add else "remove", ((float(x), float(y)),), model=model)
 
     @classmethod
-    def box(cls, x0: float, y0: float, x1: float, y1: float) -> Operation:
-        return cls("box", ((float(x0), float(y0)), (float(x1), float(y1))))
+    def box(cls, x0: float, y0: float, x1: float, y1: float, model: str = "") -> Operation:
+        return cls("box", ((float(x0), float(y0)), (float(x1), float(y1))), model=model)
 
     @classmethod
     def load(cls, mask: np.ndarray) -> Operation:
@@ -478,9 +479,39 @@ def box_feather(box: Box) -> int:
 
 
 def apply_box(
-    rgb: np.ndarray, alpha: np.ndarray, box: tuple[float, float, float, float], segment: Segmenter
+    rgb: np.ndarray,
+    alpha: np.ndarray,
+    box: tuple[float, float, float, float],
+    segment: Segmenter,
+    prompt: Prompter | None = None,
 ) -> tuple[np.ndarray, Box | None]:
-    """The network's mask of the crop replaces the mask inside ``box``, feathered at its border."""
+    """The network's mask of the crop replaces the mask inside ``box``, feathered at its
+    border. With ``prompt`` (the click model), its mask of the boxed object is made too
+    (the box as its prompt, edge-refined as the network's crop is) and whichever of the
+    two results sits better on the photo's edges is kept."""
+
+    def crop_of(crop: Box) -> np.ndarray:
+        return np.ascontiguousarray(rgb[crop[1] : crop[3], crop[0] : crop[2]])
+
+    made = _boxed(rgb, alpha, box, lambda crop: segment(crop_of(crop)))
+    if prompt is None or made[1] is None:
+        return made
+
+    def clicked(crop: Box) -> np.ndarray:
+        return refine_alpha(crop_of(crop), box_mask(alpha.shape, box, crop, prompt))
+
+    other = _boxed(rgb, alpha, box, clicked)
+    return other if edge_score(rgb, alpha, *other) > edge_score(rgb, alpha, *made) else made
+
+
+def _boxed(
+    rgb: np.ndarray,
+    alpha: np.ndarray,
+    box: tuple[float, float, float, float],
+    mask_of: Callable[[Box], np.ndarray],
+) -> tuple[np.ndarray, Box | None]:
+    """:func:`apply_box` with ``mask_of(crop)`` giving the mask of the crop (the box with
+    its context around it)."""
     clipped = _clip_box(*box, alpha.shape)
     if clipped is None:
         return alpha, None
@@ -489,7 +520,7 @@ def apply_box(
     mx, my = round(BOX_CONTEXT * w), round(BOX_CONTEXT * h)
     cx0, cy0 = max(0, x0 - mx), max(0, y0 - my)
     cx1, cy1 = min(alpha.shape[1], x1 + mx), min(alpha.shape[0], y1 + my)
-    seen = np.asarray(segment(np.ascontiguousarray(rgb[cy0:cy1, cx0:cx1])), np.float32)
+    seen = np.asarray(mask_of((cx0, cy0, cx1, cy1)), np.float32)
     crop_mask = seen[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0]
     feather = box_feather(clipped)
     # Weight of the new mask: 1 inside, ramping to 0 at the box's edges, except at
@@ -561,24 +592,30 @@ def _erase(op: Operation, alpha: np.ndarray, ctx: ToolContext) -> tuple[np.ndarr
     return apply_stroke(ctx.rgb, alpha, op, restore=False)
 
 
+def _prompt_for(op: Operation, ctx: ToolContext) -> Prompter | None:
+    """The click model for an operation made with one (None for one made without)."""
+    if not op.model:
+        return None
+    if ctx.prompt is None:
+        raise EditsError(
+            f"This {op.tool!r} edit was made with the {op.model} click model, "
+            "which is not loaded here.",
+            fix=f"Replay these edits where the click model can be obtained "
+            f"(`bgremover models pull {op.model}`).",
+        )
+    return ctx.prompt
+
+
 def _clicked(add: bool) -> Apply:
     def click(op: Operation, alpha: np.ndarray, ctx: ToolContext) -> tuple[np.ndarray, Box | None]:
         (x, y) = op.points[0]
         made = None
-        if op.model:
-            if ctx.prompt is None:
-                raise EditsError(
-                    f"This {op.tool!r} click was made with the {op.model} click model, "
-                    "which is not loaded here.",
-                    fix=f"Replay these edits where the click model can be obtained "
-                    f"(`bgremover models pull {op.model}`).",
-                )
-            made = learned_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), ctx.prompt)
+        prompt = _prompt_for(op, ctx)
+        if prompt is not None:
+            made = learned_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), prompt)
         classic = apply_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), ctx.base)
         # With the click model: the outline that sits better on the photo's edges.
-        if made is None or edge_score(ctx.rgb, alpha, classic[0]) > edge_score(
-            ctx.rgb, alpha, made[0]
-        ):
+        if made is None or edge_score(ctx.rgb, alpha, *classic) > edge_score(ctx.rgb, alpha, *made):
             made = classic
         ctx.clicks.append((x, y, add))
         return made
@@ -590,7 +627,7 @@ def _box(op: Operation, alpha: np.ndarray, ctx: ToolContext) -> tuple[np.ndarray
     assert ctx.segment is not None  # the engine checks a tool that needs the model has it
     (ax, ay), (bx, by) = op.points
     corners = (min(ax, bx), min(ay, by), max(ax, bx), max(ay, by))
-    return apply_box(ctx.rgb, alpha, corners, ctx.segment)
+    return apply_box(ctx.rgb, alpha, corners, ctx.segment, _prompt_for(op, ctx))
 
 
 def _reset(op: Operation, alpha: np.ndarray, ctx: ToolContext) -> tuple[np.ndarray, Box | None]:
