@@ -21,7 +21,7 @@ photo (it found no object there), or a Remove would take away a place an Add cli
 asked to keep, ``None`` is returned and the caller uses the classical click.
 
 The caller (the ``add`` / ``remove`` tools) also makes the classical click's result and
-keeps whichever outline sits better on the photo's edges (:func:`edge_score`): the model
+keeps whichever outline sits better on the photo's edges (:func:`sharper`): the model
 is strong where the network dropped a whole object and weak on fine structure (leaves,
 hair), where the colour-based click is better. Measured in docs/decisions/0010.
 
@@ -41,7 +41,7 @@ import numpy as np
 
 from .regions import Box, refine_change
 
-__all__ = ["MAX_SHARE", "Prompter", "box_mask", "edge_score", "learned_click"]
+__all__ = ["MAX_SHARE", "Prompter", "box_mask", "learned_click", "sharper"]
 
 #: A proposal over more than this share of the photo is not an object: fall back.
 MAX_SHARE = 0.9
@@ -176,30 +176,38 @@ def learned_click(
     )
 
 
-#: :func:`edge_score` looks at the changed box with at most this many pixels a side.
+#: :func:`sharper` looks at the changed box with at most this many pixels a side.
 EDGE_SIDE = 1024
 
 
-def edge_score(rgb: np.ndarray, before: np.ndarray, after: np.ndarray, box: Box | None) -> float:
-    """How well the outline of what changed sits on the photo's edges: the mean colour
-    gradient along the changed region's border (0 when nothing changed). ``box`` holds
-    every changed pixel (None: none changed); a large box is looked at with a stride, so
-    that the score costs the same at any photo size."""
-    if box is None:
-        return 0.0
+def sharper(
+    rgb: np.ndarray,
+    before: np.ndarray,
+    first: tuple[np.ndarray, Box | None],
+    second: tuple[np.ndarray, Box | None],
+) -> tuple[np.ndarray, Box | None]:
+    """Of two results of one edit on ``before`` (mask, changed box), the one whose
+    outline sits better on the photo's edges: over the box either changed, the mean
+    colour gradient (Lab, Sobel) along each result's outline (alpha 128). A result that
+    changed nothing loses; ties go to ``first``. A large box is looked at with a stride,
+    so that the choice costs the same at any photo size."""
+    boxes = [b for b in (first[1], second[1]) if b is not None]
+    if len(boxes) < 2:
+        return second if second[1] is not None and first[1] is None else first
     h, w = before.shape
-    x0, y0 = max(0, box[0] - 2), max(0, box[1] - 2)
-    x1, y1 = min(w, box[2] + 2), min(h, box[3] + 2)
+    x0, y0 = max(0, min(b[0] for b in boxes) - 2), max(0, min(b[1] for b in boxes) - 2)
+    x1, y1 = min(w, max(b[2] for b in boxes) + 2), min(h, max(b[3] for b in boxes) + 2)
     step = max(1, -(-max(x1 - x0, y1 - y0) // EDGE_SIDE))
     window = np.s_[y0:y1:step, x0:x1:step]
-    changed = (before[window] >= 128) != (after[window] >= 128)
-    if not changed.any():
-        return 0.0
-    part = changed.astype(np.uint8)
-    border = cv2.morphologyEx(part, cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8)) > 0
-    lab = cv2.cvtColor(np.ascontiguousarray(rgb[window]), cv2.COLOR_RGB2Lab)
-    lab = lab.astype(np.float32)
+    lab = cv2.cvtColor(np.ascontiguousarray(rgb[window]), cv2.COLOR_RGB2Lab).astype(np.float32)
     gx = cv2.Sobel(lab, cv2.CV_32F, 1, 0, ksize=3)
     gy = cv2.Sobel(lab, cv2.CV_32F, 0, 1, ksize=3)
     mag = np.sqrt((gx * gx + gy * gy).sum(axis=2))
-    return float(mag[border].mean())
+    ring = np.ones((3, 3), np.uint8)
+
+    def score(mask: np.ndarray) -> float:
+        outline = cv2.morphologyEx((mask[window] >= 128).astype(np.uint8), cv2.MORPH_GRADIENT, ring)
+        on = outline > 0
+        return float(mag[on].mean()) if on.any() else 0.0
+
+    return second if score(second[0]) > score(first[0]) else first

@@ -60,7 +60,7 @@ from PIL import Image
 
 from ..errors import EditsError
 from ..mask.refine import refine_alpha
-from .learned import Prompter, box_mask, edge_score, learned_click
+from .learned import Prompter, box_mask, learned_click, sharper
 from .regions import Box, apply_click
 
 __all__ = [
@@ -501,7 +501,7 @@ def apply_box(
         return refine_alpha(crop_of(crop), box_mask(alpha.shape, box, crop, prompt))
 
     other = _boxed(rgb, alpha, box, clicked)
-    return other if edge_score(rgb, alpha, *other) > edge_score(rgb, alpha, *made) else made
+    return sharper(rgb, alpha, made, other)
 
 
 def _boxed(
@@ -615,8 +615,7 @@ def _clicked(add: bool) -> Apply:
             made = learned_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), prompt)
         classic = apply_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), ctx.base)
         # With the click model: the outline that sits better on the photo's edges.
-        if made is None or edge_score(ctx.rgb, alpha, *classic) > edge_score(ctx.rgb, alpha, *made):
-            made = classic
+        made = classic if made is None else sharper(ctx.rgb, alpha, made, classic)
         ctx.clicks.append((x, y, add))
         return made
 
