@@ -225,6 +225,68 @@ def test_edge_aware_restore_brings_back_strands_but_not_the_ground() -> None:
     assert (new >= alpha).all()  # a restore never takes away
 
 
+def footprint_error(op: Operation, new: np.ndarray, truth: np.ndarray) -> float:
+    """Mean |alpha - truth| (0..1) over the pixels the stroke gives any paint."""
+    found = stroke_coverage(op, new.shape)
+    assert found is not None
+    cover, (x0, y0, x1, y1) = found
+    inside = cover > 0
+    diff = np.abs(new[y0:y1, x0:x1].astype(np.float32) - truth[y0:y1, x0:x1]) / 255.0
+    return float(diff[inside].mean())
+
+
+def noisy(colour: tuple[int, int, int], seed: int) -> np.ndarray:
+    """A flat colour with a photo's noise (sigma 3)."""
+    rng = np.random.default_rng(seed)
+    return np.clip(np.array(colour) + rng.normal(0, 3, (H, W, 3)), 0, 255).astype(np.uint8)
+
+
+def test_edge_aware_erase_along_a_hard_edge_keeps_the_subject_side() -> None:
+    """A blue subject (left of x = 150) on yellow; the mask kept 30 px of the yellow
+    beside it. An edge-aware erase centred on the edge clears the yellow under it and
+    keeps the subject, where a plain erase takes both."""
+    rgb = noisy((230, 200, 40), 1)
+    rgb[:, :150] = noisy((40, 60, 200), 2)[:, :150]
+    truth = np.zeros((H, W), np.uint8)
+    truth[:, :150] = 255
+    alpha = np.zeros((H, W), np.uint8)
+    alpha[:, :180] = 255
+    op = Operation.stroke("erase", [(150, 20), (150, H - 20)], radius=24, hardness=0.8)
+    aware = Operation.stroke("erase", op.points, 24, 0.8, edge_aware=True)
+    plain, _ = apply_stroke(rgb, alpha, op, restore=False)
+    new, _ = apply_stroke(rgb, alpha, aware, restore=False)
+    core = np.zeros((H, W), bool)
+    core[40 : H - 40, 130:170] = True
+    subject = core & (truth > 0)
+    assert new[subject].min() >= 250  # the subject side is kept
+    assert plain[subject].mean() < 60  # (a plain erase takes it)
+    assert new[core & (truth == 0)].max() <= 5  # the yellow under the brush is gone
+    assert footprint_error(aware, new, truth) < 0.2 * footprint_error(op, plain, truth)
+
+
+@pytest.mark.parametrize("tool", ["erase", "restore"])
+def test_edge_aware_brush_where_both_sides_share_colours_is_the_plain_brush(tool: str) -> None:
+    """A red subject on red: the colours cannot tell the sides apart, so the edge-aware
+    brush does what the plain brush does (here: exactly what the stroke was for, a
+    leftover beside the subject erased, a missed part of it restored), never less."""
+    rgb = noisy((200, 30, 40), 3)
+    truth = np.zeros((H, W), np.uint8)
+    truth[:, :150] = 255
+    alpha = np.zeros((H, W), np.uint8)
+    if tool == "erase":
+        alpha[:, :200] = 255  # 50 px of red background kept
+        points = [(175.0, 20.0), (175.0, H - 20.0)]
+    else:
+        alpha[:, :100] = 255  # 50 px of the red subject missed
+        points = [(125.0, 20.0), (125.0, H - 20.0)]
+    op = Operation.stroke(tool, points, radius=24, hardness=0.8)
+    aware = Operation.stroke(tool, points, 24, 0.8, edge_aware=True)
+    plain, _ = apply_stroke(rgb, alpha, op, restore=tool == "restore")
+    new, _ = apply_stroke(rgb, alpha, aware, restore=tool == "restore")
+    assert footprint_error(aware, new, truth) <= footprint_error(op, plain, truth) + 1e-3
+    assert np.abs(new.astype(int) - plain).max() <= 3
+
+
 def test_box_replaces_the_mask_inside_and_blends_at_its_border() -> None:
     rgb, _ = disk_scene()
     alpha = np.zeros((H, W), np.uint8)

@@ -17,8 +17,11 @@ The tools:
   stroke follows the photo's edges inside the brush: the confident mask around
   the brush gives colour samples of the subject and of the background (the
   colours under the stroke's centre line stand for the side it paints when the
-  mask has too few), and every pixel under the brush gets the alpha of the
-  subject/background colour pair that explains its colour best. An edge-aware
+  mask has too few), and every pixel under the brush gets the alpha a colour
+  model of the two sides expects (subject, background, a mix of a pair, or a
+  colour neither explains). It departs from the plain brush only where the model
+  is sure a pixel is not the side the stroke paints, and not where it refuses
+  nearly all of the stroke's centre line (docs/decisions/0011). An edge-aware
   erase only lowers the alpha and a restore only raises it, so one rough erase
   along hair drops the background between the strands and keeps the strands.
 * ``add`` / ``remove``: one click changes the whole region it belongs to (see
@@ -354,43 +357,143 @@ def stroke_coverage(op: Operation, shape: Sequence[int]) -> tuple[np.ndarray, Bo
 EDGE_CLUSTERS = 6
 #: At most this many samples per side are clustered (an even stride over them).
 EDGE_SAMPLES = 4000
+#: The least colour noise (standard deviation per channel, 0..1) a cluster is given:
+#: no colour in a photo is exact (sensor noise, compression), a drawn one included.
+EDGE_NOISE = 0.02
+#: Prior share of the pixels under the brush that mix the two sides (an edge, a strand).
+EDGE_MIXED = 0.1
+#: Prior share of the pixels under the brush whose colour neither side's samples
+#: explain (its density: uniform over the RGB cube). Such a pixel gets the plain brush.
+EDGE_NOVEL = 0.1
+#: Prior share of the side the stroke paints among the pure pixels under the brush:
+#: the user aims the stroke, so its side is the likelier (0.5: no lean).
+EDGE_INTENT = 0.75
+#: How sure (posterior) the colour model must be that a pixel is not purely the side
+#: the stroke paints before the brush departs from the plain brush there at all; it
+#: departs fully only when sure. Where the sides' colours overlap, the plain brush wins.
+EDGE_SURE = 0.5
+#: Below this share of the stroke's centre line that the colour model lets the stroke
+#: paint (near each pixel), the brush leans towards the plain brush, all the way at 0.
+EDGE_AGREE = 0.1
 
 
-def _clusters(colours: np.ndarray) -> np.ndarray:
-    """Up to :data:`EDGE_CLUSTERS` representative colours (k-means, seeded: deterministic)."""
+@dataclass(frozen=True)
+class _Colours:
+    """One side's colour model: a mixture of isotropic Gaussians (0..1 RGB)."""
+
+    centres: np.ndarray  # k x 3
+    weights: np.ndarray  # k, summing to 1
+    variances: np.ndarray  # k, per channel
+
+    def log_density(self, px: np.ndarray) -> np.ndarray:
+        """log p(colour | this side) of each pixel (n x 3)."""
+        d2 = _square_distances(px, self.centres)
+        terms = (
+            np.log(self.weights)
+            - 1.5 * np.log(2.0 * np.pi * self.variances)
+            - d2 / (2.0 * self.variances)
+        )
+        return _log_sum_exp(terms)
+
+
+def _square_distances(px: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    return np.maximum(
+        (px * px).sum(axis=1)[:, None] - 2.0 * (px @ centres.T) + (centres * centres).sum(axis=1),
+        0.0,
+    )
+
+
+def _log_sum_exp(terms: np.ndarray) -> np.ndarray:
+    top = terms.max(axis=1)
+    return top + np.log(np.exp(terms - top[:, None]).sum(axis=1))
+
+
+def _clusters(colours: np.ndarray) -> _Colours:
+    """Up to :data:`EDGE_CLUSTERS` clusters of a side's colours (k-means, seeded:
+    deterministic), each with its share of the samples and its spread."""
     step = max(1, len(colours) // EDGE_SAMPLES)
     data = np.ascontiguousarray(colours[::step], np.float32)
     k = min(EDGE_CLUSTERS, len(data))
     if k < 2:
-        return data
-    cv2.setRNGSeed(0)
-    criteria = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 10, 1e-3)
-    _, _, centres = cv2.kmeans(data, k, None, criteria, 1, cv2.KMEANS_PP_CENTERS)  # type: ignore[call-overload, unused-ignore]
-    return np.asarray(centres, np.float32)
+        found: Any = np.zeros(len(data), np.int32)
+        means: Any = data[:1]
+    else:
+        cv2.setRNGSeed(0)
+        criteria = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 10, 1e-3)
+        _, found, means = cv2.kmeans(data, k, None, criteria, 1, cv2.KMEANS_PP_CENTERS)  # type: ignore[call-overload, unused-ignore]
+    labels = np.asarray(found, np.int32).ravel()
+    centres = np.asarray(means, np.float64)
+    counts = np.bincount(labels, minlength=len(centres)).astype(np.float64)
+    spread = np.bincount(
+        labels, weights=((data - centres[labels]) ** 2).sum(axis=1), minlength=len(centres)
+    )
+    variances = np.maximum(spread / np.maximum(3.0 * counts, 1.0), EDGE_NOISE**2)
+    keep = counts > 0
+    return _Colours(centres[keep], counts[keep] / counts.sum(), variances[keep])
 
 
-def _pair_alpha(pixels: np.ndarray, fg: np.ndarray, bg: np.ndarray) -> np.ndarray:
-    """Alpha of each pixel from the foreground/background colour pair that explains it
-    best (I = a F + (1 - a) B with the least residual), as sampling-based matting does.
+def _pair_alpha(pixels: np.ndarray, fg: _Colours, bg: _Colours, restore: bool) -> np.ndarray:
+    """The expected alpha of each pixel (n x 3, 0..1) under a colour model of four
+    explanations: the subject's colours (alpha 1), the background's (alpha 0), a mix
+    I = a F + (1 - a) B of a subject and a background cluster (the pair that explains
+    it best, as sampling-based matting does: alpha a), and a colour neither side's
+    samples explain (uniform density; alpha: the plain brush's, 1 for a restore, 0 for
+    an erase). Each explanation's posterior weighs its alpha, so where the two sides'
+    colours overlap, or a colour is new to both, the result leans to the plain brush.
     Every pair is scored at once with matrix products, in chunks of pixels."""
-    d = (fg[:, None, :] - bg[None, :, :]).reshape(-1, 3)  # F - B, one row per pair
-    b = np.repeat(bg[None], len(fg), axis=0).reshape(-1, 3)  # the pair's B
-    dd = np.maximum((d * d).sum(axis=1), 1e-4)
+    f_c, b_c = fg.centres, bg.centres
+    d = (f_c[:, None, :] - b_c[None, :, :]).reshape(-1, 3)  # F - B, one row per pair
+    b = np.repeat(b_c[None], len(f_c), axis=0).reshape(-1, 3)  # the pair's B
+    dd = np.maximum((d * d).sum(axis=1), 1e-8)
     bd = (b * d).sum(axis=1)
     bb = (b * b).sum(axis=1)
+    # A mix lies on the segment F..B, with the pair's noise across it: a 2-D Gaussian
+    # across, uniform along (never shorter than the noise itself).
+    var = ((fg.variances[:, None] + bg.variances[None, :]) / 2.0).ravel()
+    length = np.maximum(np.sqrt(dd), 2.5 * np.sqrt(var))
+    pair_prior = (
+        np.log(fg.weights[:, None] * bg.weights[None, :]).ravel()
+        - np.log(2.0 * np.pi * var)
+        - np.log(length)
+    )
+    pure = 1.0 - EDGE_MIXED - EDGE_NOVEL
+    painted, other = pure * EDGE_INTENT, pure * (1.0 - EDGE_INTENT)
+    log_priors = np.log([painted, other] if restore else [other, painted])
+    log_priors = np.concatenate([log_priors, np.log([EDGE_MIXED, EDGE_NOVEL])])
     out = np.empty(len(pixels), np.float32)
     for i in range(0, len(pixels), 65536):
-        px = pixels[i : i + 65536]
+        px = pixels[i : i + 65536].astype(np.float64)
         proj = px @ d.T - bd  # (I - B) . (F - B)
         a = np.clip(proj / dd, 0.0, 1.0)
         ib = (px * px).sum(axis=1)[:, None] - 2.0 * (px @ b.T) + bb  # |I - B|^2
-        err = ib - a * (2.0 * proj - a * dd)  # |I - B - a (F - B)|^2
-        out[i : i + 65536] = a[np.arange(len(px)), err.argmin(axis=1)]
+        err = np.maximum(ib - a * (2.0 * proj - a * dd), 0.0)  # |I - B - a (F - B)|^2
+        mixed = pair_prior - err / (2.0 * var)
+        best = mixed.argmax(axis=1)
+        logs = np.stack(
+            [fg.log_density(px), bg.log_density(px), _log_sum_exp(mixed), np.zeros(len(px))],
+            axis=1,
+        )
+        logs += log_priors
+        post = np.exp(logs - logs.max(axis=1, keepdims=True))
+        post /= post.sum(axis=1, keepdims=True)
+        alpha = post[:, 0] + post[:, 2] * a[np.arange(len(px)), best]
+        if restore:
+            alpha += post[:, 3]
+        # How sure the model is that the pixel is not purely the side the stroke paints.
+        depart = post[:, 2] + (post[:, 1] if restore else post[:, 0])
+        sure = np.clip((depart - EDGE_SURE) / (1.0 - EDGE_SURE), 0.0, 1.0)
+        plain = 1.0 if restore else 0.0
+        out[i : i + 65536] = plain + sure * (alpha - plain)
     return out
 
 
 def _edge_target(
-    rgb: np.ndarray, alpha: np.ndarray, cover: np.ndarray, centre: np.ndarray, restore: bool
+    rgb: np.ndarray,
+    alpha: np.ndarray,
+    cover: np.ndarray,
+    centre: np.ndarray,
+    restore: bool,
+    radius: float,
 ) -> np.ndarray:
     """Edge-aware alpha under the brush (float 0..1, NaN where the brush does not reach).
 
@@ -398,8 +501,14 @@ def _edge_target(
     colours under the stroke's centre line stand for the side the stroke paints
     only when the mask gives fewer samples of that side than the line covers
     (taking them always would mix in the strands the stroke runs across). Each
-    side's samples are clustered, and each pixel under the brush gets the alpha of
-    the foreground/background pair that explains its colour best.
+    side's samples are clustered, and each pixel under the brush gets the alpha
+    the colour model expects of its colour (:func:`_pair_alpha`).
+
+    The centre line is where the user means the stroke to paint. Where the model
+    refuses nearly all of it (within a radius of a pixel, it lets the stroke paint
+    less than :data:`EDGE_AGREE` of the line), the mask's samples have the colours
+    the wrong way round there (a missed part of the subject sampled as background,
+    a kept leftover as subject), and the pixel leans to the plain brush's alpha.
     """
     outside = cover <= 0.0
     fg = outside & (alpha >= 242)
@@ -408,18 +517,28 @@ def _edge_target(
         fg |= centre
     elif not restore and bg.sum() < centre.sum():
         bg |= centre
+    plain = 1.0 if restore else 0.0
     target = np.full(alpha.shape, np.nan, np.float32)
     # Only where the stroke can change something: an erase lowers, a restore raises.
     under = ~outside & ((alpha < 255) if restore else (alpha > 0))
     if not fg.any() or not bg.any():
-        target[under] = 1.0 if restore else 0.0
+        target[under] = plain
         return target
     img = rgb.astype(np.float32) * (1.0 / 255.0)
-    target[under] = _pair_alpha(img[under], _clusters(img[fg]), _clusters(img[bg]))
+    judged = under | centre
+    model = np.full(alpha.shape, plain, np.float32)
+    model[judged] = _pair_alpha(img[judged], _clusters(img[fg]), _clusters(img[bg]), restore)
     # Pixel-by-pixel choices speckle where the two sides' colours are close; a 3 x 3
     # median removes the speckle and keeps edges and one-pixel-wide strands' runs.
-    smooth = cv2.medianBlur(np.where(under, np.rint(target * 255.0), alpha).astype(np.uint8), 3)
-    target[under] = smooth[under].astype(np.float32) * (1.0 / 255.0)
+    smooth = cv2.medianBlur(np.where(under, np.rint(model * 255.0), alpha).astype(np.uint8), 3)
+    edge = smooth[under].astype(np.float32) * (1.0 / 255.0)
+    # How much of the centre line near each pixel the model lets the stroke paint.
+    agree = (model if restore else 1.0 - model) * centre
+    size = 2 * max(1, round(radius)) + 1
+    line = cv2.blur(centre.astype(np.float32), (size, size))
+    near = cv2.blur(agree.astype(np.float32), (size, size)) / np.maximum(line, 1e-6)
+    trust = np.clip(near[under] / EDGE_AGREE, 0.0, 1.0) if EDGE_AGREE > 0 else 1.0
+    target[under] = plain + trust * (edge - plain)
     return target
 
 
@@ -450,7 +569,7 @@ def apply_stroke(
             qc, (qx0, qy0, qx1, qy1) = q
             centre[qy0 - cy0 : qy1 - cy0, qx0 - cx0 : qx1 - cx0] = qc >= 0.5
         target_ctx = _edge_target(
-            rgb[cy0:cy1, cx0:cx1], alpha[cy0:cy1, cx0:cx1], ctx_cover, centre, restore
+            rgb[cy0:cy1, cx0:cx1], alpha[cy0:cy1, cx0:cx1], ctx_cover, centre, restore, op.radius
         )
         target = target_ctx[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0] * 255.0
         target = np.nan_to_num(target, nan=255.0 if restore else 0.0)
