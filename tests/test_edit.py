@@ -392,3 +392,86 @@ def test_the_remover_applies_edits_after_refinement(u2netp_remover) -> None:
     assert np.array_equal(edited.mask, plain.mask)  # the model's own mask is kept
     assert np.array_equal(edited.alpha, apply_edits(edits, loaded.rgb, plain.alpha))
     assert edited.alpha[h // 2, w // 2] == 0
+
+
+# -- taking one operation out of the history (a click marker removed in the app) -------
+
+
+def _history() -> tuple[np.ndarray, np.ndarray, list[Operation]]:
+    """The disk scene with a wrongly kept blue block, and edits that mix clicks (each
+    constrained by the earlier ones), brushes and a whole-mask tool."""
+    rgb, truth = disk_scene()
+    alpha = truth.copy()
+    cv2.rectangle(rgb, (20, 60), (90, 200), (40, 60, 200), -1)
+    cv2.rectangle(alpha, (20, 60), (90, 200), 255, -1)
+    alpha[100:140, 180:220] = 0  # a hole in the disk
+    ops = [
+        Operation.click(55.5, 130.5, add=False),
+        Operation.stroke("erase", [(190, 90), (230, 150)], 7),
+        Operation.click(200.5, 120.5, add=True),
+        Operation("largest"),
+        Operation.click(60.5, 80.5, add=True),
+        Operation.stroke("restore", [(30, 30), (80, 40)], 10, hardness=0.5),
+    ]
+    return rgb, alpha, ops
+
+
+def test_removing_an_operation_equals_replaying_the_list_without_it_byte_for_byte() -> None:
+    rgb, base, ops = _history()
+    for index in range(len(ops)):
+        editor = Editor(rgb, base, Edits((W, H), tuple(ops)))
+        before = editor.alpha.copy()
+        box = editor.remove(index)
+        rest = tuple(ops[:index] + ops[index + 1 :])
+        expected = Editor(rgb, base, Edits((W, H), rest)).alpha
+        assert np.array_equal(editor.alpha, expected), index
+        assert editor.edits.operations == rest
+        # The box is the tight box of what changed; nothing outside it moved.
+        differ = editor.alpha != before
+        if box is None:
+            assert not differ.any()
+        else:
+            x0, y0, x1, y1 = box
+            assert differ[y0:y1, x0:x1].any() and differ.sum() == differ[y0:y1, x0:x1].sum()
+        # One change: Undo puts the operation back exactly, Redo takes it out again.
+        editor.undo()
+        assert np.array_equal(editor.alpha, before) and editor.edits.operations == tuple(ops)
+        editor.redo()
+        assert np.array_equal(editor.alpha, expected) and editor.edits.operations == rest
+        # The clicks in effect are those of the edits now: a new click replays alike.
+        click = Operation.click(40.5, 190.5, add=False)
+        editor.apply(click)
+        again = Editor(rgb, base, Edits((W, H), (*rest, click))).alpha
+        assert np.array_equal(editor.alpha, again), index
+
+
+def test_the_effects_clicks_are_the_click_operations_since_the_last_restart() -> None:
+    ops = _history()[2]
+    edits = Edits((W, H), (*ops, Operation("reset"), Operation.click(5, 5), ops[1]))
+    assert [i for i, _ in edits.clicks()] == [len(ops) + 1]
+    assert [i for i, _ in Edits((W, H), tuple(ops)).clicks()] == [0, 2, 4]
+    assert Edits((W, H)).clicks() == []
+
+
+def test_insert_is_the_inverse_of_remove_and_undo_of_either_is_exact() -> None:
+    rgb, base, ops = _history()
+    editor = Editor(rgb, base, Edits((W, H), tuple(ops)))
+    full = editor.alpha.copy()
+    editor.remove(2)
+    removed = editor.alpha.copy()
+    # Put back by an editor that never saw it removed (as after a remade result).
+    fresh = Editor(rgb, base, editor.edits)
+    assert np.array_equal(fresh.alpha, removed)
+    fresh.insert(2, ops[2])
+    assert np.array_equal(fresh.alpha, full) and fresh.edits.operations == tuple(ops)
+    assert fresh.splice_to_undo() == 2
+    fresh.undo()
+    assert np.array_equal(fresh.alpha, removed) and fresh.splice_to_redo() == 2
+    # A plain undo after the splices takes back the last operation, as ever.
+    editor.undo()
+    editor.undo()
+    assert editor.edits.operations == tuple(ops[:-1])
+    expected = Editor(rgb, base, Edits((W, H), tuple(ops[:-1]))).alpha
+    assert np.array_equal(editor.alpha, expected)
+    with pytest.raises(IndexError):
+        editor.remove(len(ops))

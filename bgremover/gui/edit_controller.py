@@ -4,8 +4,12 @@ The edit tools (editing.py) turn the mouse into operations in the photo's pixels
 each is recorded in the image's edits at once and applied as a job, in order
 (:meth:`QueueJobs.edit`), and only the box it changed is redrawn. Saves and copies
 wait for the edits asked for before them (save_controller.py). Edit mode shows the
-photo with what is removed tinted (the overlay), or the output in the photo's frame;
-the Touch Up menu (menus/touchup.py) holds the actions.
+photo with what is removed tinted (the overlay, overlay.py: its tint stands out from
+the photo, or is the user's), or the output in the photo's frame, with the pixels of
+alpha 1-254 painted when "Show semi-transparent" is on; markers show where the clicks
+in effect landed (markers.py), and a right-click on one takes that click back (the
+edits after it replayed, one undoable edit). The Touch Up menu (menus/touchup.py)
+holds the actions.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from ..touchup.edit import Box, Operation
 from ..touchup.tools import TOOLS, Kind, mask_from_image
 from .click_prep import ClickPrep
 from .dialogs import show_error
-from .editing import EditTools, edit_mode_hint, overlay_image
+from .editing import EditTools, edit_mode_hint
 from .entry import EditRequest, QueueEntry, Status
 from .host import Host
 from .jobs import Job, JobContext, JobEnd, JobState
+from .markers import ClickMarkers
+from .overlay import RGB, contrasting, overlay_image, tint_for
 from .result_page import ResultPage
 from .results import Processed
 from .wording import app_message
@@ -39,6 +45,7 @@ class TouchUpActions(Protocol):
 
     edit_mode: QAction
     overlay: QAction
+    semi: QAction
     tool_actions: dict[str, QAction]
 
     @property
@@ -47,6 +54,10 @@ class TouchUpActions(Protocol):
     def update_enabled(
         self, entry: QueueEntry | None, edit_mode: bool, ready: bool, why_not: str
     ) -> None: ...
+
+    def show_edge_aware(self, on: bool) -> None: ...
+
+    def show_overlay_color(self, choice: str) -> None: ...
 
 
 class EditController(QObject):
@@ -61,12 +72,18 @@ class EditController(QObject):
         self.detail = detail
         #: Edit mode: the Result view's mouse is the edit tools' (see editing.py).
         self.edit_mode = False
-        #: The overlay made for the result shown, reused while it is the same result.
-        self._overlay_for: tuple[object, QImage] | None = None
+        #: The overlay made for the result shown, reused while it is the same result and
+        #: drawn alike (tint, semi-transparent colour, tinted or not).
+        self._overlay_for: tuple[object, tuple[object, ...], QImage] | None = None
+        #: The tint and semi-transparent colour for a photo (its pixels) and the choice.
+        self._colors_for: tuple[object, str, RGB, RGB] | None = None
         self.tools = EditTools(page.viewer, host.window())
         self.tools.operation.connect(self._on_edit_operation)
         #: The click model bound to the image touched up (made as a job).
         self.clicks = ClickPrep(host)
+        #: Where the clicks in effect landed; a right-click on one takes it back.
+        self.markers = ClickMarkers(page.viewer, host.window())
+        self.markers.removeRequested.connect(self.remove_click)
         # Before the saves' own: what waited for the edits runs on what they show.
         host.jobs.edited.connect(self._on_edited)
         self.actions: TouchUpActions
@@ -89,6 +106,37 @@ class EditController(QObject):
         self.tools.set_active(self.edit_mode and ready)
         self.clicks.follow(entry if self.edit_mode and ready else None)
         self.actions.update_enabled(entry, self.edit_mode, ready, self.why_not_editable(entry))
+        self._show_markers(entry if self.edit_mode and ready else None)
+
+    def _show_markers(self, entry: QueueEntry | None) -> None:
+        """The markers of ``entry``'s clicks in effect (None: none), as the user asked for
+        them: they follow Undo, Redo and Reset at once."""
+        edits = entry.edits if entry is not None else None
+        p = entry.processed if entry is not None else None
+        if not edits or p is None:
+            self.markers.clear()
+            return
+        # Edit mode shows the photo's frame at its full size: the result's pixels.
+        height, width = p.result.mask.shape
+        scale = (width / edits.size[0], height / edits.size[1])
+        self.markers.show(edits.clicks(), scale)
+
+    def remove_click(self, index: int) -> bool:
+        """Take click ``index`` (of the current image's edits) out of them; the edits after
+        it are replayed, as one edit that Undo takes back."""
+        entry = self.host.current_entry()
+        edits = entry.edits if entry is not None else None
+        if edits is None or not 0 <= index < len(edits.operations):
+            return False
+        op = edits.operations[index]
+        done = self.edit("remove", index=index)
+        if done:
+            x, y = op.points[0] if op.points else (0.0, 0.0)
+            self.host.statusBar().showMessage(
+                f"Took back the {op.spec.word.lower()} at ({x:.0f}, {y:.0f}); Undo puts it back.",
+                6000,
+            )
+        return done
 
     def set_edit_mode(self, on: bool) -> None:
         """Edit mode on the Result view: the mouse uses the edit tools (E)."""
@@ -114,7 +162,29 @@ class EditController(QObject):
         self.actions.tool_actions[tool].setChecked(True)
 
     def set_edge_aware(self, on: bool) -> None:
-        self.tools.edge_aware = bool(on)
+        """Brush strokes follow the photo's edges. A tool option, as the brush's size is: it
+        stays as set for every image, and shows on the brush buttons and the cursor."""
+        on = bool(on)
+        self.tools.set_edge_aware(on)
+        self.actions.show_edge_aware(on)
+
+    def set_overlay_color(self, choice: str) -> None:
+        """The overlay's tint: a colour's name of :data:`~.overlay.TINTS`, "" automatic;
+        kept in the settings."""
+        self.host.apply_settings(overlay_color=choice)
+        self.actions.show_overlay_color(choice)
+        self.host.show_current()
+
+    def overlay_colors(self, p: Processed) -> tuple[RGB, RGB]:
+        """The overlay's tint for ``p``'s photo (the choice, or the one that stands out from
+        it) and the semi-transparent view's colour (distinct from both)."""
+        rgb = p.result.image.rgb
+        choice = self.host.settings.overlay_color
+        known = self._colors_for
+        if known is None or known[0] is not rgb or known[1] != choice:
+            tint = tint_for(choice, rgb)
+            known = self._colors_for = (rgb, choice, tint, contrasting(rgb, avoid=tint))
+        return known[2], known[3]
 
     def _on_edit_operation(self, op: Operation) -> None:
         """An operation drawn by the user on the current image: applied as a job."""
@@ -125,10 +195,11 @@ class EditController(QObject):
             self.tools.applied(op)
         self._edits_requested(entry)
 
-    def edit(self, action: str, op: Operation | None = None) -> bool:
-        """An edit of the current image: "apply" ``op``, "undo", "redo"."""
+    def edit(self, action: str, op: Operation | None = None, index: int | None = None) -> bool:
+        """An edit of the current image: "apply" ``op``, "remove" operation ``index`` of
+        its edits, "undo", "redo"."""
         entry = self.host.current_entry()
-        done = entry is not None and self.host.jobs.edit(entry, action, op)
+        done = entry is not None and self.host.jobs.edit(entry, action, op, index)
         if entry is not None:
             self._edits_requested(entry)
         return done
@@ -170,28 +241,38 @@ class EditController(QObject):
 
         In edit mode with the overlay on: the photo, with the mask's removed part tinted
         (holding for the original shows the model's mask so, before the edits); otherwise
-        the view mode's picture (holding for the original: the photo alone).
+        the view mode's picture (holding for the original: the photo alone). With "Show
+        semi-transparent" on, the overlay also paints the pixels of alpha 1-254 opaque in
+        a colour of their own (over the view mode's picture when the tint is off).
         """
-        overlay = self.edit_mode and self.actions.overlay.isChecked()
+        tinted = self.edit_mode and self.actions.overlay.isChecked()
+        semi = self.edit_mode and self.actions.semi.isChecked()
         output = p.output
         if self.edit_mode and p.edit_output is not None:
             # The edit tools draw in photo pixels: the output at the photo's frame, until
             # edit mode ends and the export's frame (crop, canvas) returns.
             output = p.edit_output
         if self.page.holding:
-            if overlay and p.editor is not None:
+            if (tinted or semi) and p.editor is not None:
                 # Before / after while editing: the model's mask, before the edits.
-                return p.original, self._overlay(p.editor, p.editor.base)
+                return p.original, self._overlay(p, p.editor, p.editor.base, tinted, semi)
             return p.original, None
-        if overlay:
-            return p.original, self._overlay(p, p.result.alpha)
-        return {"original": p.original, "output": output, "mask": p.mask}[self.page.mode], None
+        if tinted:
+            return p.original, self._overlay(p, p, p.result.alpha, tinted, semi)
+        shown = {"original": p.original, "output": output, "mask": p.mask}[self.page.mode]
+        return shown, self._overlay(p, p, p.result.alpha, False, True) if semi else None
 
-    def _overlay(self, owner: object, alpha: np.ndarray) -> QImage:
-        """The overlay of ``alpha``, made once while ``owner`` (a result, an editor) stays."""
-        if self._overlay_for is None or self._overlay_for[0] is not owner:
-            self._overlay_for = (owner, overlay_image(alpha))
-        return self._overlay_for[1]
+    def _overlay(
+        self, p: Processed, owner: object, alpha: np.ndarray, tinted: bool, semi: bool
+    ) -> QImage:
+        """The overlay of ``alpha`` (``p``'s or its editor's), made once while ``owner``
+        (a result, an editor) and the way it is drawn stay."""
+        tint, semi_color = self.overlay_colors(p)
+        how = (tint, semi_color if semi else None, tinted)
+        known = self._overlay_for
+        if known is None or known[0] is not owner or known[1] != how:
+            known = self._overlay_for = (owner, how, overlay_image(alpha, *how))
+        return known[2]
 
     def load_mask(self) -> None:
         patterns = " ".join(f"*{e}" for e in sorted(IMAGE_EXTENSIONS))

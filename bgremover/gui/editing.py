@@ -8,15 +8,14 @@ zoom), a click a point, a box a rectangle: each becomes an
 :class:`~bgremover.touchup.edit.Operation` in the photo's full-size pixel coordinates (the
 scene's: the Result view shows the photo at its own size), which the window has
 applied as a job. What was drawn stays until the job has applied it. A circle of
-the brush's size follows the mouse. The overlay shows the mask over the photo:
-what is removed tinted, what is kept clear.
+the brush's size follows the mouse; its light ring is dashed while the brush is
+edge-aware. The overlay (overlay.py) shows the mask over the photo.
 """
 
 from __future__ import annotations
 
-import numpy as np
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QAction, QColor, QImage, QMouseEvent, QPainterPath, QPen
+from PySide6.QtGui import QAction, QColor, QMouseEvent, QPainterPath, QPen
 from PySide6.QtWidgets import (
     QGraphicsEllipseItem,
     QGraphicsItem,
@@ -33,16 +32,13 @@ from PySide6.QtWidgets import (
 )
 
 from ..touchup.tools import TOOLS, Kind, Operation, Tool
-from .imageconv import to_indexed
+from .markers import REMOVE_WORDS
 from .views import ImageView
 
 DEFAULT_RADIUS = 24.0
 MIN_RADIUS, MAX_RADIUS = 1.0, 2000.0
 #: ``[`` and ``]`` change the brush's size by this factor.
 SIZE_STEP = 1.25
-#: The overlay: removed parts tinted with this colour, this opaque (kept parts clear).
-OVERLAY_COLOR = (255, 30, 90)
-OVERLAY_OPACITY = 0.55
 #: The kinds of tool picked and then used with the mouse on the photo.
 DRAWN = tuple(kind for kind in Kind if kind.drawn)
 
@@ -54,26 +50,21 @@ def preview_color(tool: Tool) -> QColor:
     return QColor(*tool.preview)
 
 
+def brush_words(tool: Tool, edge_aware: bool) -> str:
+    """A brush's button text: its word, and that it is edge-aware when it is."""
+    return f"{tool.word} (edge-aware)" if edge_aware else tool.word
+
+
 def edit_mode_hint() -> str:
     """What edit mode's status message says: every tool's key (from the tools' table)
     and the keys of the brush, the overlay and leaving."""
     keys = ", ".join(
         f"{t.key} {t.word.lower()}" for t in TOOLS.values() if t.kind in (*DRAWN, Kind.WHOLE)
     )
-    return f"Edit mode: {keys}; [ ] brush size; O overlay; middle button pans; E when done."
-
-
-def _overlay_colors() -> list[int]:
-    r, g, b = OVERLAY_COLOR
-    return [QColor(r, g, b, round((255 - a) * OVERLAY_OPACITY)).rgba() for a in range(256)]
-
-
-_COLORS = _overlay_colors()
-
-
-def overlay_image(alpha: np.ndarray) -> QImage:
-    """The mask as an overlay for the photo, sharing the mask's pixels (made at once)."""
-    return to_indexed(alpha, _COLORS)
+    return (
+        f"Edit mode: {keys}; [ ] brush size; O overlay; {REMOVE_WORDS}; middle button pans; "
+        "E when done."
+    )
 
 
 class EditTools(QObject):
@@ -158,6 +149,14 @@ class EditTools(QObject):
             self.radius = radius
             self._place_cursor(self._cursor_at)
             self.radiusChanged.emit(radius)
+
+    def set_edge_aware(self, on: bool) -> None:
+        """Brush strokes follow the photo's edges (or not); the brush's outline says which:
+        its light ring is dashed while they do."""
+        self.edge_aware = bool(on)
+        pen = self._cursor[1].pen()
+        pen.setStyle(Qt.PenStyle.DashLine if self.edge_aware else Qt.PenStyle.SolidLine)
+        self._cursor[1].setPen(pen)
 
     def set_hardness(self, hardness: float) -> None:
         self.hardness = min(1.0, max(0.0, float(hardness)))

@@ -37,11 +37,28 @@ OUT_OF_DATE_MARK = "out of date"
 
 @dataclass(frozen=True)
 class EditRequest:
-    """One of the user's edit actions waiting to be applied: "apply" ``op``, "undo", or
-    "redo" (``op`` is the operation redone)."""
+    """One of the user's edit actions waiting to be applied: "apply" ``op``, "remove"
+    (operation ``index``, ``op``, taken out of the edits and the ones after it replayed),
+    "undo" or "redo" (``op`` is the operation the change undone or redone appended, or,
+    with ``index``, took out)."""
 
     action: str
     op: Operation | None = None
+    #: Where the operation was taken out (None: the change appends ``op``).
+    index: int | None = None
+    #: Applying it runs the model (a box applied, or replayed after a removal): it is
+    #: the engine thread's job.
+    runs_model: bool = False
+
+
+@dataclass(frozen=True)
+class _Change:
+    """One change of an image's edits, as Undo and Redo take it: ``op`` appended, or
+    (``removed_at``) taken out at that index; ``after``: the edits it led to."""
+
+    op: Operation
+    removed_at: int | None
+    after: Edits
 
 
 class Status(enum.Enum):
@@ -226,8 +243,11 @@ class EditState:
     """
 
     edits: Edits | None = None
-    #: Operations undone, the last undone last: what Redo applies again.
-    redo: list[Operation] = field(default_factory=list)
+    #: The changes made, the last made last: what Undo takes back (only the last one
+    #: while it is the one that led to ``edits``; otherwise Undo drops the last operation).
+    done: list[_Change] = field(default_factory=list)
+    #: Changes undone, the last undone last: what Redo makes again.
+    redo: list[_Change] = field(default_factory=list)
     #: Edit requests not yet applied, oldest first, and the job applying one (an
     #: image's edits run strictly one after another).
     pending: deque[EditRequest] = field(default_factory=deque)
@@ -242,29 +262,68 @@ class EditState:
         """Edits are still being applied."""
         return self.job is not None or bool(self.pending)
 
-    def request(self, action: str, op: Operation | None, size: tuple[int, int]) -> bool:
-        """Count the user's ``action`` ("apply" ``op``, "undo", "redo") at once, and queue
-        it to be applied; False when there is nothing to undo or redo."""
+    def request(
+        self, action: str, op: Operation | None, size: tuple[int, int], index: int | None = None
+    ) -> bool:
+        """Count the user's ``action`` ("apply" ``op``, "remove" operation ``index``,
+        "undo", "redo") at once, and queue it to be applied; False when there is nothing
+        to undo or redo, or no operation ``index``."""
         edits = self.edits or Edits(size)
+        ops = edits.operations
         if action == "apply":
             assert op is not None
-            self.edits = edits.then(op)
+            change = _Change(op, None, edits.then(op))
+            self.redo.clear()
+        elif action == "remove":
+            if index is None or not 0 <= index < len(ops):
+                return False
+            change = _Change(ops[index], index, Edits(edits.size, ops[:index] + ops[index + 1 :]))
             self.redo.clear()
         elif action == "undo":
-            if not edits.operations:
-                return False
-            op = edits.operations[-1]
-            self.edits = Edits(edits.size, edits.operations[:-1])
-            self.redo.append(op)
+            last = self.done.pop() if self.done and self.done[-1].after == self.edits else None
+            if last is None:
+                self.done.clear()  # made before the edits were replaced: not theirs
+                if not ops:
+                    return False
+                last = _Change(ops[-1], None, edits)
+            at = last.removed_at
+            if at is None:
+                before = Edits(edits.size, ops[:-1])
+            else:
+                before = Edits(edits.size, (*ops[:at], last.op, *ops[at:]))
+            self.redo.append(last)
+            self.edits = before
+            self.pending.append(self._request("undo", last, before))
+            return True
         elif action == "redo":
             if not self.redo:
                 return False
-            op = self.redo.pop()
-            self.edits = edits.then(op)
+            undone = self.redo.pop()
+            at = undone.removed_at
+            if at is None:
+                after = edits.then(undone.op)
+            elif at < len(ops):
+                after = Edits(edits.size, ops[:at] + ops[at + 1 :])
+            else:
+                self.redo.clear()  # not the edits it was undone from
+                return False
+            change = _Change(undone.op, at, after)
         else:
             raise ValueError(f"unknown edit action {action!r}")
-        self.pending.append(EditRequest(action, op))
+        self.edits = change.after
+        self.done.append(change)
+        self.pending.append(self._request(action, change, change.after))
         return True
+
+    @staticmethod
+    def _request(action: str, change: _Change, now: Edits) -> EditRequest:
+        """The request for ``action`` (``change`` made or undone, leading to ``now``)."""
+        at = change.removed_at
+        if at is None:  # appended (or, undone, dropped by its exact patch)
+            runs = action != "undo" and change.op.spec.needs_model
+        else:  # the operations from ``at`` on are replayed
+            runs = any(o.spec.needs_model for o in now.operations[at:])
+        return EditRequest(action, change.op, at, runs)
 
     def next_request(self, job_id: Callable[[EditRequest], int]) -> None:
         """Start the oldest request waiting: ``job_id`` submits it and gives its job."""
@@ -285,6 +344,7 @@ class EditState:
         """An edit failed: ``edits`` (the editor's) are what took effect; the requests
         after it are withdrawn (they may have built on it)."""
         self.edits = edits or None
+        self.done.clear()
         self.redo.clear()
         self.pending.clear()
 

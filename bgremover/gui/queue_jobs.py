@@ -241,9 +241,12 @@ class QueueJobs(QObject):
             entry.cutout.take_restage()
 
     # -- the user's edits ------------------------------------------------------------
-    def edit(self, entry: QueueEntry, action: str, op: Operation | None = None) -> bool:
-        """The user's edit of ``entry``: "apply" ``op``, "undo" or "redo". False when there
-        is nothing to do (no result yet, nothing to undo or redo).
+    def edit(
+        self, entry: QueueEntry, action: str, op: Operation | None = None, index: int | None = None
+    ) -> bool:
+        """The user's edit of ``entry``: "apply" ``op``, "remove" operation ``index`` of its
+        edits, "undo" or "redo". False when there is nothing to do (no result yet, nothing
+        to undo or redo, no such operation).
 
         The request counts at once (``entry.editing`` says what the user asked for,
         whatever is still being applied), then is applied after the image's earlier
@@ -253,7 +256,7 @@ class QueueJobs(QObject):
         if p is None or entry.status in (Status.FAILED, Status.STOPPED):
             return False  # nothing shown to edit, or not what the edits would build on
         height, width = p.result.mask.shape
-        if not entry.editing.request(action, op, (width, height)):
+        if not entry.editing.request(action, op, (width, height), index):
             return False
         self.queue.changed(entry)
         self._pump(entry)
@@ -281,11 +284,17 @@ class QueueJobs(QObject):
         config = p.config
         clicks = entry.editing.clicks
         tag = ("edit", entry.item_id, request)
-        if request.action != "undo" and needs_model(request.op):
+        if request.runs_model:
             job = self.engine.submit(
                 "edit",
                 lambda ctx: apply_edit(
-                    ctx, p, request.action, request.op, self.worker.remover(ctx, config), clicks
+                    ctx,
+                    p,
+                    request.action,
+                    request.op,
+                    self.worker.remover(ctx, config),
+                    request.index,
+                    clicks,
                 ),
                 tag=tag,
                 on_end=self._on_edit_end,
@@ -293,7 +302,9 @@ class QueueJobs(QObject):
         else:
             job = self.output.submit(
                 "edit",
-                lambda ctx: apply_edit(ctx, p, request.action, request.op, None, clicks),
+                lambda ctx: apply_edit(
+                    ctx, p, request.action, request.op, None, request.index, clicks
+                ),
                 tag=tag,
                 on_end=self._on_edit_end,
             )

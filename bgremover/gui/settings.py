@@ -80,6 +80,9 @@ class Settings(SchemaSwitches):
     last_output_folder: str = ""
     #: Where the last cutout, mask or edits file was saved (Save's dialog opens there).
     last_save_folder: str = ""
+    #: Touch-up's overlay tint: a colour's name (gui/overlay.py), "" automatic (the one
+    #: that stands out from the photo).
+    overlay_color: str = ""
 
     def engine(self) -> EngineConfig:
         """The engine part of the settings (the fields both dataclasses share)."""

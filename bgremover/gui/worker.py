@@ -143,14 +143,18 @@ def apply_edit(
     action: str,
     op: Operation | None = None,
     remover: Remover | None = None,
+    index: int | None = None,
     clicks: ClickReady | None = None,
 ) -> Edited:
-    """One edit request on ``earlier``'s editor: ``action`` is "apply" (``op``), "undo" or
-    "redo" (``op`` is applied again when the editor was remade since it was undone).
+    """One edit request on ``earlier``'s editor: ``action`` is "apply" (``op``), "remove"
+    (operation ``index`` taken out, the ones after it replayed), "undo" or "redo" of the
+    change that appended ``op`` or (``index``) took it out. An editor remade since the
+    change (a result made again replays the edits, without their history) gets the
+    same edits another way: ``op`` applied again, put back or taken out again.
 
-    Brushes, clicks, reset, load and undo run on the output thread; box edits on the
-    engine thread, with its ``remover``. The display images are made here, whole; the
-    GUI thread redraws only ``box`` of what it shows.
+    Brushes, clicks, reset, load and undo run on the output thread; box edits, and a
+    removal that replays one, on the engine thread, with its ``remover``. The display
+    images are made here, whole; the GUI thread redraws only ``box`` of what it shows.
     """
     editor, segmenter = earlier.editor, earlier.segmenter
     if editor is None or segmenter is None:
@@ -162,10 +166,19 @@ def apply_edit(
         if action == "apply":
             assert op is not None
             box = editor.apply(op)
-        elif action == "undo":
+        elif action == "remove":
+            assert index is not None
+            box = editor.remove(index)
+        elif action == "undo" and index is None:
             box = editor.undo()
-        elif editor.can_redo:
+        elif action == "undo":
+            assert op is not None and index is not None
+            mine = editor.splice_to_undo() == index
+            box = editor.undo() if mine else editor.insert(index, op)
+        elif editor.can_redo and editor.splice_to_redo() == index:
             box = editor.redo()
+        elif index is not None:
+            box = editor.remove(index)
         else:
             assert op is not None
             box = editor.apply(op)

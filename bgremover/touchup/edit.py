@@ -25,7 +25,17 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EditsError
-from .tools import TOOLS, Box, Operation, Prompter, Restart, Segmenter, ToolContext
+from .tools import (
+    TOOLS,
+    Box,
+    Kind,
+    Operation,
+    Prompter,
+    Restart,
+    Segmenter,
+    ToolContext,
+    changed_box,
+)
 
 __all__ = [
     "TOOLS",
@@ -70,6 +80,14 @@ class Edits:
     def click_models(self) -> frozenset[str]:
         """The click models the operations in effect were made with (replaying needs them)."""
         return frozenset(op.model for op in self.effective().operations if op.model)
+
+    def clicks(self) -> list[tuple[int, Operation]]:
+        """The clicks in effect: the operations of a click tool since the last restart
+        (what the next click is constrained by), each with its index in
+        :attr:`operations` (what :meth:`Editor.remove` takes)."""
+        ops = self.operations
+        last = max((i for i, op in enumerate(ops) if op.spec.restart is not Restart.NO), default=-1)
+        return [(i, op) for i, op in enumerate(ops) if i > last and op.spec.kind is Kind.CLICK]
 
     def for_size(self, width: int, height: int) -> tuple[Operation, ...]:
         """The operations scaled to the same photo at width x height."""
@@ -180,11 +198,38 @@ class _Step:
     clicks: tuple[tuple[float, float, bool], ...] = ()
 
 
+@dataclass
+class _Splice:
+    """A change of the history itself (an operation taken out, or put back): the steps
+    from ``index`` on were ``old`` and are ``new``; the mask changed by the patches."""
+
+    index: int
+    old: list[_Step]
+    new: list[_Step]
+    box: Box | None
+    before: np.ndarray | None
+    after: np.ndarray | None
+
+
+def _patches(
+    old: np.ndarray, new: np.ndarray, box: Box | None
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if box is None:
+        return None, None
+    x0, y0, x1, y1 = box
+    return old[y0:y1, x0:x1].copy(), new[y0:y1, x0:x1].copy()
+
+
 class Editor:
     """Edits being made on one photo: apply, undo and redo, with exact patches.
 
     ``rgb`` and ``base`` are the photo and the mask the edits start from, at the
     size the user works on; operations are given in those pixel coordinates.
+
+    The history is a list of changes, each undone and redone as one: an operation
+    applied, or an operation taken out of the edits (:meth:`remove`) or put back
+    (:meth:`insert`) with the operations after it replayed. Whatever the changes, the
+    mask is always the one :func:`apply_edits` gives for :attr:`edits`.
     """
 
     def __init__(
@@ -202,8 +247,10 @@ class Editor:
         self.size = (width, height)
         self.alpha = base
         self._ctx = ToolContext(rgb, base, segment, prompt=prompt)
-        self._done: list[_Step] = []
-        self._undone: list[_Step] = []
+        #: The operations in effect, each with its patches.
+        self._steps: list[_Step] = []
+        self._done: list[_Step | _Splice] = []
+        self._undone: list[_Step | _Splice] = []
         if edits:
             check_fits(edits, width, height)
             for op in edits.for_size(width, height):
@@ -212,7 +259,7 @@ class Editor:
     @property
     def edits(self) -> Edits:
         """The operations in effect (undone ones left out), in this image's coordinates."""
-        return Edits(self.size, tuple(step.op for step in self._done))
+        return Edits(self.size, tuple(step.op for step in self._steps))
 
     @property
     def prompt(self) -> Prompter | None:
@@ -231,21 +278,79 @@ class Editor:
     def can_redo(self) -> bool:
         return bool(self._undone)
 
-    def _apply(self, op: Operation) -> Box | None:
+    def splice_to_undo(self) -> int | None:
+        """Where the change Undo takes back took an operation out or put one back (its
+        index); None when it applied one (or there is nothing to undo)."""
+        last = self._done[-1] if self._done else None
+        return last.index if isinstance(last, _Splice) else None
+
+    def splice_to_redo(self) -> int | None:
+        """As :meth:`splice_to_undo`, for the change Redo applies again."""
+        last = self._undone[-1] if self._undone else None
+        return last.index if isinstance(last, _Splice) else None
+
+    def _step(self, op: Operation) -> _Step:
+        """Apply ``op`` to the mask as it is; its step (not yet in the history)."""
         new, box = apply_operation(op, self.alpha, self._ctx)
-        before = after = None
-        if box is not None:
-            x0, y0, x1, y1 = box
-            before = self.alpha[y0:y1, x0:x1].copy()
-            after = new[y0:y1, x0:x1].copy()
+        before, after = _patches(self.alpha, new, box)
         self.alpha = new
-        self._done.append(_Step(op, box, before, after, tuple(self._ctx.clicks)))
-        return box
+        return _Step(op, box, before, after, tuple(self._ctx.clicks))
+
+    def _apply(self, op: Operation) -> Box | None:
+        step = self._step(op)
+        self._steps.append(step)
+        self._done.append(step)
+        return step.box
 
     def apply(self, op: Operation) -> Box | None:
         """Apply ``op``; returns the box it changed (None when nothing changed)."""
         box = self._apply(op)
         self._undone.clear()
+        return box
+
+    def remove(self, index: int) -> Box | None:
+        """Take operation ``index`` (of :attr:`edits`) out of the edits and replay the
+        ones after it, as one change (Undo puts it back, bit for bit); returns the box
+        that changed. The mask is then the one the edits without it give."""
+        if not 0 <= index < len(self._steps):
+            raise IndexError(f"There is no edit {index} to remove (there are {len(self._steps)}).")
+        ops = [step.op for step in self._steps[index + 1 :]]
+        return self._splice(index, ops)
+
+    def insert(self, index: int, op: Operation) -> Box | None:
+        """Put ``op`` into the edits before operation ``index`` and replay the ones after
+        it, as one change (the inverse of :meth:`remove`); returns the box that changed."""
+        if not 0 <= index <= len(self._steps):
+            raise IndexError(f"An edit cannot go at {index} (there are {len(self._steps)}).")
+        ops = [op] + [step.op for step in self._steps[index:]]
+        return self._splice(index, ops)
+
+    def _splice(self, index: int, ops: list[Operation]) -> Box | None:
+        """The steps from ``index`` on replaced by ``ops`` applied to the mask as it was
+        before step ``index`` (rewound by the exact patches, so that the result is a
+        replay's, byte for byte), recorded as one change."""
+        start = self.alpha
+        old = self._steps[index:]
+        rewound = start.copy()
+        for step in reversed(old):
+            if step.box is not None and step.before is not None:
+                x0, y0, x1, y1 = step.box
+                rewound[y0:y1, x0:x1] = step.before
+        self.alpha = rewound
+        self._ctx.clicks[:] = self._steps[index - 1].clicks if index > 0 else ()
+        try:
+            new = [self._step(op) for op in ops]
+        except BaseException:
+            self.alpha = start
+            self._rebuild_clicks()
+            raise
+        del self._steps[index:]
+        self._steps.extend(new)
+        box = changed_box(start, self.alpha)
+        before, after = _patches(start, self.alpha, box)
+        self._done.append(_Splice(index, old, new, box, before, after))
+        self._undone.clear()
+        self._rebuild_clicks()
         return box
 
     def _patch(self, box: Box | None, pixels: np.ndarray | None) -> None:
@@ -257,25 +362,33 @@ class Editor:
         self.alpha = alpha
 
     def _rebuild_clicks(self) -> None:
-        """The clicks in effect after the last operation done."""
-        self._ctx.clicks[:] = self._done[-1].clicks if self._done else ()
+        """The clicks in effect after the last operation in effect."""
+        self._ctx.clicks[:] = self._steps[-1].clicks if self._steps else ()
 
     def undo(self) -> Box | None:
-        """Take back the last operation, bit for bit; returns the box that changed."""
+        """Take back the last change, bit for bit; returns the box that changed."""
         if not self._done:
             return None
-        step = self._done.pop()
-        self._patch(step.box, step.before)
-        self._undone.append(step)
+        change = self._done.pop()
+        self._patch(change.box, change.before)
+        if isinstance(change, _Splice):
+            self._steps[change.index :] = change.old
+        else:
+            self._steps.pop()
+        self._undone.append(change)
         self._rebuild_clicks()
-        return step.box
+        return change.box
 
     def redo(self) -> Box | None:
-        """Apply again the last operation undone; returns the box that changed."""
+        """Apply again the last change undone; returns the box that changed."""
         if not self._undone:
             return None
-        step = self._undone.pop()
-        self._patch(step.box, step.after)
-        self._done.append(step)
+        change = self._undone.pop()
+        self._patch(change.box, change.after)
+        if isinstance(change, _Splice):
+            self._steps[change.index :] = change.new
+        else:
+            self._steps.append(change)
+        self._done.append(change)
         self._rebuild_clicks()
-        return step.box
+        return change.box

@@ -162,6 +162,10 @@ class Tool:
     preview: tuple[int, int, int, int] | None = None
     #: The edit bar's word for it ("": the label).
     short: str = ""
+    #: Whether what it is given marks the subject (True: what it paints or clicks is
+    #: kept) or the background (False: removed); None for tools that mark neither. The
+    #: app draws a click's marker (+ or −) and a brush's cursor by it.
+    keeps: bool | None = None
 
     @property
     def word(self) -> str:
@@ -781,22 +785,22 @@ TOOLS: Mapping[str, Tool] = _registry(
             "restore", "B", "Restore",
             "Restore brush: paint over parts of the subject that were removed to bring "
             "them back",
-            Kind.BRUSH, _restore, preview=_KEEP_COLOUR,
+            Kind.BRUSH, _restore, preview=_KEEP_COLOUR, keeps=True,
         ),
         Tool(
             "erase", "X", "Erase",
             "Erase brush: paint over background that was kept to remove it",
-            Kind.BRUSH, _erase, preview=_DROP_COLOUR,
+            Kind.BRUSH, _erase, preview=_DROP_COLOUR, keeps=False,
         ),
         Tool(
             "add", "A", "Add Click",
             "Add click: click a part that should be kept; the whole region around it is kept",
-            Kind.CLICK, _clicked(True), preview=_KEEP_COLOUR,
+            Kind.CLICK, _clicked(True), preview=_KEEP_COLOUR, keeps=True,
         ),
         Tool(
             "remove", "R", "Remove Click",
             "Remove click: click a part that should go; the whole region around it is removed",
-            Kind.CLICK, _clicked(False), preview=_DROP_COLOUR,
+            Kind.CLICK, _clicked(False), preview=_DROP_COLOUR, keeps=False,
         ),
         Tool(
             "box", "M", "Box",

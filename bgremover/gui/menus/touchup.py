@@ -11,8 +11,9 @@ from PySide6.QtWidgets import QMainWindow, QToolButton
 
 from ...touchup.tools import TOOLS, Kind, Tool
 from ..edit_controller import EditController
-from ..editing import SIZE_STEP, EditBar, tool_tip
+from ..editing import SIZE_STEP, EditBar, brush_words, tool_tip
 from ..entry import QueueEntry
+from ..overlay import TINT_LABELS
 from . import MenuActions
 
 
@@ -74,16 +75,38 @@ class TouchUpMenu(MenuActions):
         self.edge_aware = tipped(
             self.add("Ed&ge-Aware Brush", "G", editing.set_edge_aware),
             "Edge-aware: the brush follows the photo's edges (paint roughly along hair: "
-            "the hair is kept, the background between it goes)",
+            "the hair is kept, the background between it goes); it stays on for every "
+            "image until you turn it off, and the brush buttons say so",
         )
         self.edge_aware.setCheckable(True)
         self.overlay = tipped(
             self.add("Mask &Overlay", "O", lambda: editing.host.show_current()),
-            "While editing, show the photo with what is removed tinted red (hold \\ for the "
+            "While editing, show the photo with what is removed tinted (hold \\ for the "
             "model's mask before your edits); off: the output",
         )
         self.overlay.setCheckable(True)
         self.overlay.setChecked(True)
+        self.color_menu = self.menu.addMenu("Overlay &Colour")
+        self.color_menu.menuAction().setIconText("Colour")
+        self.color_menu.menuAction().setToolTip(
+            "The overlay's tint: Automatic picks the one that stands out most from the photo"
+        )
+        self.color_group = QActionGroup(window)
+        #: The overlay's tints by the settings' name ("" automatic).
+        self.color_actions: dict[str, QAction] = {}
+        for name, label in TINT_LABELS.items():
+            a = self.color_menu.addAction(label)
+            a.setCheckable(True)
+            a.triggered.connect(lambda _=False, n=name: editing.set_overlay_color(n))
+            self.color_group.addAction(a)
+            self.color_actions[name] = a
+        self.show_overlay_color(editing.host.settings.overlay_color)
+        self.semi = tipped(
+            self.add("Show &Semi-Transparent", "T", lambda: editing.host.show_current()),
+            "While editing, paint every pixel that is neither fully kept nor fully removed "
+            "(alpha 1-254) in a strong colour, so that faint leftovers show",
+        )
+        self.semi.setCheckable(True)
         self.menu.addSeparator()
         self.undo = tipped(
             self.add("&Undo Edit", QKeySequence.StandardKey.Undo, lambda: editing.edit("undo")),
@@ -118,6 +141,7 @@ class TouchUpMenu(MenuActions):
             (self.bigger, "+"),
             (self.edge_aware, "Edge-aware"),
             (self.overlay, "Overlay"),
+            (self.semi, "Semi-transparent"),
             (self.undo, "Undo"),
             (self.redo, "Redo"),
         ):
@@ -130,6 +154,8 @@ class TouchUpMenu(MenuActions):
                 self.edge_aware,
                 None,
                 self.overlay,
+                self.color_menu.menuAction(),
+                self.semi,
                 None,
                 self.undo,
                 self.redo,
@@ -139,6 +165,9 @@ class TouchUpMenu(MenuActions):
                 self.export_edits,
             ],
         )
+        colour = self.edit_bar.widgetForAction(self.color_menu.menuAction())
+        if isinstance(colour, QToolButton):
+            colour.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.edit_bar.setVisible(False)
         self.edit_button = QToolButton()
         self.edit_button.setDefaultAction(self.edit_mode)
@@ -156,6 +185,8 @@ class TouchUpMenu(MenuActions):
             self.bigger,
             self.edge_aware,
             self.overlay,
+            self.color_menu.menuAction(),
+            self.semi,
             *self.mask_actions.values(),
             *self.file_actions.values(),
         ):
@@ -165,3 +196,18 @@ class TouchUpMenu(MenuActions):
         self.export_edits.setEnabled(entry is not None and bool(entry.edits))
         # Edit mode needs an image with (or about to have) a cutout; leaving it always works.
         self.edit_mode.setEnabled(edit_mode or not why_not)
+
+    def show_edge_aware(self, on: bool) -> None:
+        """Whether the brushes are edge-aware, on the tools themselves: the brush buttons'
+        words and tips, and the menu's check."""
+        self.edge_aware.setChecked(on)
+        for name, a in self.tool_actions.items():
+            t = TOOLS[name]
+            if t.kind is Kind.BRUSH:
+                a.setIconText(brush_words(t, on))
+                tip = f"{t.tip}; edge-aware: it follows the photo's edges (G)" if on else t.tip
+                a.setToolTip(tool_tip(tip, t.key))
+
+    def show_overlay_color(self, choice: str) -> None:
+        """The overlay tint chosen (a name of :data:`TINT_LABELS`; others: automatic)."""
+        self.color_actions.get(choice, self.color_actions[""]).setChecked(True)
