@@ -168,7 +168,7 @@ def test_a_remove_never_takes_away_what_an_add_click_kept() -> None:
     earlier = [(50.0, 50.0, True)]
     assert learned_click(rgb, alpha, (20, 20), False, earlier, prompt) is None
     # The prompt of a Remove: its own clicks include, the Add clicks exclude.
-    assert seen[-1] == [(50.0, 50.0, 0), (20, 20, 1)]
+    assert seen[-1] == [(20, 20, 1), (50.0, 50.0, 0)]
 
 
 def test_models_list_shows_the_click_model_with_its_licence(click_model) -> None:

@@ -3,9 +3,9 @@
 The classical click (regions.py) finds the clicked region by colour alone. A click
 model (a Segment Anything decoder, :mod:`bgremover.network.prompt`) knows objects: given
 points it returns the object they select. :func:`learned_click` asks it for *the thing
-the click is about*: for an Add click, what should be added (the Add clicks since the
-last restart are its include points, the Remove clicks its exclude points); for a
-Remove click, what should go (the Remove clicks include, the Add clicks exclude). Then:
+the click is about*: for an Add click, what should be added (the click is its include
+point, the Remove clicks since the last restart its exclude points); for a Remove
+click, what should go (the click includes, the Add clicks exclude). Then:
 
 1. the proposal is the connected part of the model's mask (logits > 0, in the model's
    working frame) that holds the click; nothing outside it changes, so a click never
@@ -100,11 +100,13 @@ def box_mask(
 
 
 def _points(
-    clicks: Sequence[tuple[float, float, bool]], add: bool
+    earlier: Sequence[tuple[float, float, bool]], point: tuple[float, float], add: bool
 ) -> list[tuple[float, float, int]]:
-    """The prompt for "what this click is about": clicks of its sign include, others
-    exclude."""
-    return [(x, y, 1 if a == add else 0) for x, y, a in clicks]
+    """The prompt for "what this click is about": the click includes, the earlier clicks
+    of the other sign exclude. Earlier clicks of its own sign are left out: they were
+    applied already, and with them the decoder selects everything they and this one
+    touch (two clicks on a cap's crown brought in the flagpole and a star above it)."""
+    return [(point[0], point[1], 1)] + [(x, y, 0) for x, y, a in earlier if a != add]
 
 
 def learned_click(
@@ -124,8 +126,7 @@ def learned_click(
     x, y = float(point[0]), float(point[1])
     px = min(width - 1, max(0, int(np.floor(x))))
     py = min(height - 1, max(0, int(np.floor(y))))
-    clicks = [*earlier, (x, y, add)]
-    logits = prompt(_points(clicks, add))
+    logits = prompt(_points(earlier, (x, y), add))
     fh, fw = logits.shape
     sx, sy = fw / width, fh / height
 
