@@ -1,6 +1,6 @@
 """Longest stall of the GUI thread while the user paints on a 12-megapixel photo.
 
-    python tests/benchmarks/edit_stall.py PHOTO [--strokes 6] [--rate 60]
+    python tests/benchmarks/edit_stall.py PHOTO [--strokes 6] [--rate 60] [--clicks 6]
 
 The photo is opened in the app (offscreen), edit mode is turned on, and brush
 strokes are driven through the Result view's viewport at ``--rate`` mouse events
@@ -9,7 +9,9 @@ the mask overlay on and then off. A 5 ms QTimer ticks on the GUI thread; the
 largest gap between two ticks, minus the interval, is the longest time the GUI
 could not respond (as tests/benchmarks/gui_stall.py). Also printed: how long the
 full-size apply of a stroke took after its release (it runs as a job, off the
-GUI thread), and an undo. For a camera-size photo:
+GUI thread), and an undo. With ``--clicks N``, the wait for the click model to be bound
+to the photo (its encoding job) and then N Add / Remove clicks, alternating, one after
+another as a user makes them, are measured the same way. For a camera-size photo:
 ``../shared/tools/make_camera_set.py ../shared/data/photos DST``.
 """
 
@@ -105,6 +107,35 @@ def paint(app, window: MainWindow, strokes: int, rate: float) -> tuple[float, li
     return meter.worst, applied
 
 
+def click(app, window: MainWindow, count: int) -> tuple[float, float, float, list[float]]:
+    """Wait for the click model to be bound to the photo shown, then make ``count`` clicks:
+    the worst stall while encoding, the encoding's seconds, the worst stall while clicking,
+    and each click's seconds from its release to its full-size apply."""
+    entry = window.current_entry()
+    assert entry is not None and entry.processed is not None
+    h, w = entry.processed.result.mask.shape
+    meter = StallMeter()
+    meter.start()
+    start = time.perf_counter()
+    wait_for(app, lambda: entry.editing.clicks is not None or window.editing.clicks.unavailable)
+    encode, encode_stall = time.perf_counter() - start, meter.worst
+    if entry.editing.clicks is None:
+        raise SystemExit(f"the click model is not available: {window.editing.clicks.unavailable}")
+    meter = StallMeter()
+    meter.start()
+    applied = []
+    for i in range(count):
+        window.editing.set_tool("add" if i % 2 == 0 else "remove")
+        x, y = w * (0.3 + 0.4 * ((i * 0.37) % 1)), h * (0.3 + 0.4 * ((i * 0.61) % 1))
+        send(window, QEvent.Type.MouseMove, x, y)
+        send(window, QEvent.Type.MouseButtonPress, x, y)
+        send(window, QEvent.Type.MouseButtonRelease, x, y)
+        released = time.perf_counter()
+        wait_for(app, lambda: not window.jobs.edits_busy(entry))
+        applied.append(time.perf_counter() - released)
+    return encode_stall, encode, meter.worst, applied
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("photo", type=Path)
@@ -112,6 +143,7 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=60.0, help="mouse events a second")
     parser.add_argument("--radius", type=float, default=60.0, help="brush radius (photo px)")
     parser.add_argument("--edge-aware", action="store_true", help="edge-aware brushes")
+    parser.add_argument("--clicks", type=int, default=0, help="then this many clicks")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bgremover-edit-stall-"))
@@ -146,6 +178,7 @@ def main() -> int:
         window.editing.edit("undo")
         wait_for(app, lambda: not window.jobs.edits_busy(entry))
         undo_time, undo_stall = time.perf_counter() - start, meter.worst
+        clicked = click(app, window, args.clicks) if args.clicks else None
     finally:
         window.close()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -162,6 +195,14 @@ def main() -> int:
             f"{1000 * max(applied):.0f} ms"
         )
     print(f"undo: {1000 * undo_time:.0f} ms, longest GUI-thread stall {1000 * undo_stall:.0f} ms")
+    if clicked is not None:
+        encode_stall, encode, click_stall, times = clicked
+        print(
+            f"click model: bound in {encode:.1f} s (longest GUI-thread stall "
+            f"{1000 * encode_stall:.0f} ms); {args.clicks} clicks, longest GUI-thread stall "
+            f"{1000 * click_stall:.0f} ms; full-size apply after release "
+            f"{min(times):.2f}–{max(times):.2f} s"
+        )
     return 0
 
 
