@@ -55,7 +55,9 @@ from bgremover.touchup import tools
 from bgremover.touchup.edit import Editor, Operation
 from bgremover.touchup.tools import stroke_coverage
 
-SUFFIXES = {".jpg", ".jpeg", ".png", ".webp"}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from clicks import load_pairs  # the photos with a ground truth, as the clicks benchmark pairs them
+
 #: A stroke counts as worse edge-aware when its footprint error is higher by this (0..1).
 WORSE = 0.001
 #: A stroke has work to do when this much of its footprint's error (0..1) is its to fix.
@@ -63,15 +65,6 @@ WORK = 0.05
 #: A segment's length, in radii.
 SEGMENT = 6.0
 TOOLS = ("erase", "restore")
-
-
-def load_pairs(images: Path, truths: Path, limit: int) -> list[tuple[Path, Path]]:
-    pairs = []
-    for src in sorted(p for p in images.iterdir() if p.suffix.lower() in SUFFIXES):
-        truth = truths / f"{src.stem}.png"
-        if truth.exists():
-            pairs.append((src, truth))
-    return pairs[:limit] if limit else pairs
 
 
 def outline_strokes(
