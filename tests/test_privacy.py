@@ -488,8 +488,8 @@ def test_an_npm_download_keeps_npms_cache_in_its_temp_folder(
 
     monkeypatch.setattr(chunked.shutil, "which", lambda name: "/usr/bin/npm")
     monkeypatch.setattr(chunked, "run_with_heartbeat", fake_run)
-    with pytest.raises(RuntimeError, match="stopped by the test"):
-        chunked._npm_download("@x/y@1.0.0", "/models/small", "unused", None)
+    with pytest.raises(RuntimeError, match="stopped by the test"), chunked.NpmPacks() as packs:
+        chunked._npm_download("@x/y@1.0.0", "/models/small", "unused", None, packs)
     ((cwd, env),) = calls
     assert cwd is not None
     assert Path(env["npm_config_cache"]).parent == Path(cwd)  # gone with the temp folder

@@ -26,6 +26,9 @@ from .results import ClickReady
 
 __all__ = ["ClickPrep"]
 
+#: What the status bar says while the photo is encoded (when it has nothing else to say).
+PREPARING = "Preparing this photo for the click model…"
+
 
 class ClickPrep(QObject):
     """Binds the click model to the image being touched up."""
@@ -72,12 +75,18 @@ class ClickPrep(QObject):
         if self._job is None or job_id != self._job.id:
             return
         task, done, total = payload
-        bar = self.host.statusBar()
         if task == "download":
             size = f" {done / 1e6:.0f} of {total / 1e6:.0f} MB" if total else ""
-            bar.showMessage(f"Downloading the click model…{size} (clicks work by colour meanwhile)")
+            self._say(f"Downloading the click model…{size} (clicks work by colour meanwhile)")
         else:
-            bar.showMessage("Preparing this photo for the click model…", 10000)
+            self._say(PREPARING, 10000)
+
+    def _say(self, text: str, ms: int = 0) -> None:
+        """Show ``text`` in the status bar, never over what an edit or another action said
+        (only over nothing, or over this job's own words)."""
+        bar = self.host.statusBar()
+        if not bar.currentMessage() or "click model" in bar.currentMessage():
+            bar.showMessage(text, ms)
 
     def _on_end(self, end: JobEnd) -> None:
         if self._job is None or end.job_id != self._job.id:
@@ -87,8 +96,9 @@ class ClickPrep(QObject):
         if end.state is JobState.DONE and entry is not None:
             ready: ClickReady = end.result
             entry.editing.clicks = ready
-            bar.showMessage(
-                f"Add / Remove clicks select the object under them ({ready.model}).", 6000
+            self._say(
+                f"Add / Remove clicks select the object under them (click model {ready.model}).",
+                6000,
             )
         elif end.state is JobState.FAILED:
             self.unavailable = end.message or "the click model could not be loaded"
