@@ -614,7 +614,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     print(f"Model cache: {store.models_dir}")
     print(f"  {'NAME':<22} {'FAMILY':<16} {'PREC':<5} {'SIZE':>13}  {'':<14} LICENCE")
     for r in records:
-        state = "cached" if r["path"] else "not downloaded"
+        state = "cached" if r.get("cached", bool(r["path"])) else "not downloaded"
         size = size_text(r["bytes"], r["bytes_exact"])
         licence = ("NON-COMMERCIAL: " if r["non_commercial"] else "") + r["licence"]
         print(
@@ -623,6 +623,8 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         )
         mark = " (default)" if r["default"] else ""
         print(f"  {'':<22} {r['description']}{mark}")
+        if r.get("members"):
+            print(f"  {'':<22} Runs {' and '.join(r['members'])}; `models pull` fetches both.")
     print("Click models (touch-up's Add / Remove clicks):")
     for c in clicks:
         state = "cached" if c["cached"] else "not downloaded"
@@ -674,6 +676,7 @@ def _int8_record(fp32: dict, int8: dict) -> dict:
         **fp32,
         **int8,
         "default": False,
+        "cached": True,
         "filename": path.name,
         "md5": None,
         "bytes_exact": True,
@@ -735,7 +738,13 @@ def cmd_models_quantize(args: argparse.Namespace) -> int:
 
 def cmd_remove(args: argparse.Namespace) -> int:
     from .engine.batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
-    from .engine.batch_report import failure_line, report_summary, skip_line, written_place
+    from .engine.batch_report import (
+        doubt_line,
+        failure_line,
+        report_summary,
+        skip_line,
+        written_place,
+    )
     from .engine.pipeline import EngineConfig, Remover
     from .engine.plan import plan_batch, resolve_output
     from .errors import UsageError
@@ -792,6 +801,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
     finished: BatchFinished | None = None
     count = 0  # items complete out of order: progress counts them
     guarded = []
+    doubtful = 0
     events = run_batch(
         jobs,
         remover,
@@ -811,6 +821,9 @@ def cmd_remove(args: argparse.Namespace) -> int:
                 guarded.append(event.guard)
                 if event.guard is not None and event.guard.in_doubt:
                     log.info("%s: %s", event.job.source, event.guard.words())
+                if event.doubts:
+                    doubtful += 1
+                    log.info("%s", doubt_line(event.job.source, event.doubts, config.model))
                 if event.enlarged is not None:
                     progress.clear()
                     _err(f"bgremover: note: {event.job.source}: {event.enlarged.words()}")
@@ -831,6 +844,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
         where=written_place(plan.jobs, target.path),  # only a file or folder that exists
         stopped=finished.stopped,
         guarded=guarded,
+        doubtful=doubtful,
     )
 
 

@@ -80,6 +80,7 @@ from .engine.batch_report import (
     BEING_WRITTEN,
     FAIL,
     MAKE,
+    doubt_line,
     err,
     failure_line,
     failure_reason,
@@ -199,24 +200,27 @@ class InferenceActor:
             t0 = time.perf_counter()
             raw, found = self.remover.infer_checked(batch)
             timings["infer"] = time.perf_counter() - t0
+            # The mask is made here, where the sessions are: a combined model may run its
+            # second model on the photo (Remover.masked).
+            made = self.remover.masked(loaded.rgb, raw, found)
         except ModelError as exc:  # the model cannot run: the plain batch stops too
             return _row(index, FATAL, str(exc))
         except Exception as exc:
             return _row(index, FAILED, failure_reason(exc, Path(loaded.source), log))
-        return _row(index, TODO, payload=_pack(loaded, raw, timings, found))
+        payload = _pack(loaded, made.mask, timings, made.guard, made.evidence.doubts())
+        return _row(index, TODO, payload=payload)
 
 
 def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
     """Mask, refinement, edits, compose, encode; the atomic write under the output's claim."""
     if row["state"] != TODO:
         return row
-    from .engine.pipeline import Remover, model_mask, output_alpha
+    from .engine.pipeline import Remover, output_alpha
     from .export.output import write_output
-    from .network.transforms import score_map
 
     index = int(row["index"])
     job, record = settings.jobs[index], settings.records[index]
-    loaded, raw, timings, found = _unpack(row["payload"])
+    loaded, mask, timings, found, doubts = _unpack(row["payload"])
     on_disk = Path(windows_long_path(job.output))
     try:
         claim = Claim.try_acquire(on_disk)
@@ -231,10 +235,7 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
             return _row(index, state, redone)
         try:
             t0 = time.perf_counter()
-            height, width = loaded.rgb.shape[:2]
-            family, refine = settings.family, settings.config.refine
-            assert family is not None
-            mask = model_mask(score_map(raw, family), width, height, family, refine)
+            refine = settings.config.refine
             # Box edits run the model on a crop: only then does this stage load it.
             segment = Remover.from_config(settings.config).segment if job.edits else None
             alpha = output_alpha(loaded, mask, refine, job.edits, segment)
@@ -249,7 +250,7 @@ def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
         except Exception as exc:
             return _row(index, FAILED, failure_reason(exc, job.source, log))
     # A written row's reason: why it replaced an output made with other settings, if it did.
-    return _row(index, WRITTEN, redone, payload=_pack(timings, found), written=written)
+    return _row(index, WRITTEN, redone, payload=_pack(timings, found, doubts), written=written)
 
 
 def _to_do(job: Job, record: SourceRecord | None, overwrite: bool) -> tuple[str, str]:
@@ -277,6 +278,8 @@ class Outcome:
     timings: Mapping[str, float] | None = None
     #: For int8: what the int8 guard found on the photo.
     guard: GuardCheck | None = None
+    #: Why the cutout may be wrong (``Result.doubts``).
+    doubts: tuple[str, ...] = ()
 
 
 def _import_ray() -> Any:
@@ -414,14 +417,17 @@ def run_ray(
         ds = ds.map(finish_stage, fn_kwargs={"settings": settings}, num_cpus=task_cpus,
                     max_retries=-1)  # fmt: skip
     for row in ds.iter_rows():
-        timings, found = _unpack(row["payload"]) if row["state"] == WRITTEN else (None, None)
+        written = row["state"] == WRITTEN
+        timings, found, doubts = _unpack(row["payload"]) if written else (None, None, ())
         yield Outcome(int(row["index"]), str(row["state"]), str(row["reason"]),
-                      int(row["written"]), timings, found)  # fmt: skip
+                      int(row["written"]), timings, found, doubts)  # fmt: skip
 
 
 def _model_input(remover: Remover) -> tuple[int, Family]:
-    """The model's input side and family, from the model file (the driver has it already)."""
-    return remover.input_size, remover.family
+    """The model's input side and family, from the model file (the driver has it already);
+    a combined model's are its first model's (the one every photo goes through)."""
+    first = remover.members[0] if remover.members else remover
+    return first.input_size, first.family
 
 
 def cmd_remove_ray(
@@ -476,6 +482,7 @@ def cmd_remove_ray(
     )  # fmt: skip
     stopped: str | None = None
     guarded: list[GuardCheck | None] = []
+    doubtful = 0
     started_here = connect(args.ray) if todo else False
     ray = sys.modules.get("ray")
     try:
@@ -487,6 +494,9 @@ def cmd_remove_ray(
                     redone[outcome.reason] = redone.get(outcome.reason, 0) + 1
                 guarded.append(outcome.guard)
                 log.info("%s -> %s", job.source, job.output)
+                if outcome.doubts:
+                    doubtful += 1
+                    log.info("%s", doubt_line(job.source, outcome.doubts, config.model))
             elif outcome.state == FATAL:
                 raise ModelError(outcome.reason)
             elif outcome.state == STOPPED:
@@ -509,4 +519,5 @@ def cmd_remove_ray(
         where=written_place(jobs, Path(args.output)),  # only a file or folder that exists
         stopped=stopped,
         guarded=guarded,
+        doubtful=doubtful,
     )

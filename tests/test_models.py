@@ -40,6 +40,12 @@ def test_registry_facts() -> None:
 
     assert DEFAULT_MODEL in REGISTRY
     for name, spec in REGISTRY.items():
+        if spec.members:  # a combined model: registry models that have files, no file itself
+            assert spec.name == name and not spec.sources and len(spec.members) == 2, name
+            assert all(REGISTRY[m].sources and not REGISTRY[m].members for m in spec.members)
+            assert spec.bytes == sum(REGISTRY[m].bytes for m in spec.members), name
+            assert spec.family is not None and spec.family.name == "combined", name
+            continue
         assert spec.name == name and spec.filename.endswith(".onnx"), name
         assert spec.sha256 is None or re.fullmatch(r"[0-9a-f]{64}", spec.sha256), name
         assert spec.md5 is None or re.fullmatch(r"[0-9a-f]{32}", spec.md5), name

@@ -105,8 +105,16 @@ def _side(remover: Remover, result: Result, label: str) -> dict[str, Any]:
         "precision": remover.precision,
         "recipe": remover.int8_recipe if remover.precision == "int8" else None,
         "providers": list(result.providers),
-        "infer_s": result.timings["infer"],
+        "infer_s": model_seconds(result),
+        "models": list(result.models),
+        "doubt": result.evidence.as_dict() if result.evidence is not None else None,
     }
+
+
+def model_seconds(result: Result) -> float:
+    """The seconds the model took on the photo: for a combined model, both of the models
+    it ran."""
+    return result.timings["infer"] + result.timings.get("second_model", 0.0)
 
 
 #: B changes a photo materially when its mask is below this IoU against A's (the
@@ -171,11 +179,11 @@ def compare(
     reference = is_precision_pair(a, b)
     metrics["warning"] = metrics["material"] and reference
     metrics["verdict"] = verdict(agreement, label_a, label_b, rb.guard, reference)
-    metrics["infer_a_s"] = ra.timings["infer"]
-    metrics["infer_b_s"] = rb.timings["infer"]
+    metrics["infer_a_s"] = model_seconds(ra)
+    metrics["infer_b_s"] = model_seconds(rb)
     if is_precision_pair(a, b):
-        metrics["infer_fp32_s"] = ra.timings["infer"]
-        metrics["infer_int8_s"] = rb.timings["infer"]
+        metrics["infer_fp32_s"] = model_seconds(ra)
+        metrics["infer_int8_s"] = model_seconds(rb)
     assert ra.raw is not None and rb.raw is not None  # Remover.finish always sets it
     raw_a, raw_b = _unit_to_uint8(ra.raw), _unit_to_uint8(rb.raw)
     same_size = raw_a.shape == raw_b.shape

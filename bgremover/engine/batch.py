@@ -96,6 +96,8 @@ class ItemDone:
     #: Set when the file replaced this photo's output made with other settings
     #: (SETTINGS_CHANGED) or with settings it does not record (SETTINGS_UNKNOWN).
     redone: str = ""
+    #: Why the cutout may be wrong (``Result.doubts``); () when nothing points to it.
+    doubts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -361,6 +363,7 @@ class _Pipeline:
                 t0 = time.perf_counter()
                 rgb, alpha, timings = result.image.rgb, result.alpha, dict(result.timings)
                 metadata = result.image.metadata  # colour profile and EXIF, carried over
+                doubts = result.doubts
                 del result  # drops the unrefined mask
                 enlarged = enlargement(alpha, self.settings.options)
                 written = write_output(
@@ -386,6 +389,7 @@ class _Pipeline:
                     item.guard,
                     enlarged,
                     redone=item.redone,
+                    doubts=doubts,
                 ),
             )
 

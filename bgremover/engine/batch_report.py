@@ -207,6 +207,23 @@ def counts_words(
     return ", ".join(parts)
 
 
+def doubt_line(source: Path, doubts: Sequence[str], model: str) -> str:
+    """The ``-v`` line for a cutout in doubt (``doubts``: why, from ``Result.doubts``)."""
+    instead = "" if model == "best" else ", try --model best"
+    return (
+        f"{source}: this cutout may be wrong ({'; '.join(doubts)}): check it{instead}, "
+        "or touch it up in the app"
+    )
+
+
+def doubt_note(doubtful: int) -> str:
+    """The summary's note on the cutouts in doubt; "" when none is."""
+    if not doubtful:
+        return ""
+    many = "cutout" if doubtful == 1 else "cutouts"
+    return f"{doubtful} {many} may be wrong (run with -v to see which and why)."
+
+
 def report_summary(
     *,
     done: int,
@@ -217,12 +234,14 @@ def report_summary(
     where: Path | None,
     stopped: str | None,
     guarded: Iterable[GuardCheck | None],
+    doubtful: int = 0,
 ) -> int:
     """Print a batch's summary on stderr and return its exit status.
 
     The summary: the counts, the time and where the outputs are (``where``, from
-    :func:`written_place`); why it stopped early, if it did; the int8 guard's note, if
-    any. ``failed`` counts the inputs skipped before the batch as well.
+    :func:`written_place`); why it stopped early, if it did; how many cutouts are in
+    doubt (:func:`doubt_note`); the int8 guard's note, if any. ``failed`` counts the
+    inputs skipped before the batch as well.
     """
     from ..network.guard import CLI_HINT
     from ..network.guard import summary as guard_summary
@@ -232,6 +251,6 @@ def report_summary(
     summary += f" -> {where}" if where is not None else ""
     if stopped:
         summary += f"\nbgremover: stopped early: {stopped}"
-    note = guard_summary(guarded, CLI_HINT)
-    err(summary + (f"\nbgremover: {note}" if note else ""))
+    notes = [n for n in (doubt_note(doubtful), guard_summary(guarded, CLI_HINT)) if n]
+    err(summary + "".join(f"\nbgremover: {n}" for n in notes))
     return EXIT_SOME_FAILED if failed else EXIT_OK

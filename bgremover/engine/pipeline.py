@@ -29,6 +29,7 @@ from ..errors import EditsError, InferenceError, ModelError, UsageError, refuse_
 from ..export.compose import ComposeOptions, Length, compose, compose_array
 from ..export.output import OutputSettings
 from ..files.imaging import LoadedImage, from_array, from_pil, read_image
+from ..mask.combine import Evidence, agreement, evidence, fuse
 from ..mask.refine import refine_alpha
 from ..network.families import Family, Signature, guess_family
 from ..network.guard import GuardCheck, check
@@ -130,6 +131,16 @@ class Result:
     family: Family | None = field(default=None, repr=False)
     #: For int8: what the int8 guard found (``precision`` is "fp32" when it ran fp32).
     guard: GuardCheck | None = None
+    #: What the model's mask says about whether the cutout can be trusted (see
+    #: :mod:`~bgremover.mask.combine`); :attr:`Evidence.doubts` words its doubts.
+    evidence: Evidence | None = None
+    #: The models that made the mask: one, or for a combined model the ones it ran.
+    models: tuple[str, ...] = ()
+
+    @property
+    def doubts(self) -> tuple[str, ...]:
+        """Why this cutout may be wrong, in words; () when nothing points to it."""
+        return self.evidence.doubts() if self.evidence is not None else ()
 
     def compose_array(self, options: ComposeOptions | None = None) -> np.ndarray:
         """The output pixels: cutout (RGBA) by default, or mask / background per ``options``."""
@@ -260,11 +271,26 @@ class Remover:
                 self.int8_recipes()  # refuses a model without int8 before any work
         self.providers = resolve_providers(made.providers)
         self.store = store or ModelStore()
-        # A guarded int8 Remover of its own keeps the fp32 session it may need beside it.
-        capacity = 1 + (made.precision == "int8")
+        # A guarded int8 Remover of its own keeps the fp32 session it may need beside it;
+        # a combined model, each of its models' sessions.
+        capacity = (1 + (made.precision == "int8")) * max(1, len(self.spec.members))
         self.pool = pool if pool is not None else SessionPool(capacity=capacity)
         self._progress = progress
         self._key: tuple[Any, ...] | None = None
+        #: For a combined model (``--model best``): a Remover per model it runs, sharing
+        #: this one's store, progress and pool; () for a model of its own.
+        self.members: tuple[Remover, ...] = ()
+        if self.spec.members:
+            if made.recipe is not None:
+                raise UsageError(
+                    f"{self.spec.name} runs each of its models with its own int8 recipe; "
+                    "--recipe applies to one model."
+                )
+            self.members = tuple(
+                Remover(replace(made, model=name), store=self.store, progress=progress,
+                        pool=self.pool)
+                for name in self.spec.members
+            )  # fmt: skip
 
     @classmethod
     def from_config(
@@ -298,10 +324,16 @@ class Remover:
         of a file of your own (hashed once per path, size and modification time)."""
         if self.spec.local_path is not None:
             return f"sha256:{file_identity(self.spec.local_path)}"
+        if self.members:  # the rule by its version, the models by their contents
+            return f"combined-{COMBINED_VERSION}:" + "+".join(
+                m.model_identity() for m in self.members
+            )
         return self.spec.known_hash or self.spec.name
 
     def session_key(self) -> tuple[Any, ...]:
         """What decides the session: model file, precision (and recipe), providers, threads."""
+        if self._key is None and self.members:
+            self._key = tuple(m.session_key() for m in self.members)
         if self._key is None:
             recipe = self.int8_recipe if self.precision == "int8" else None
             self._key = (self.model_identity(), self.precision, recipe, self.providers,
@@ -366,7 +398,14 @@ class Remover:
         """The int8 recipes offered for this model, the family's default first. A model
         without int8 (its family has no recipe, or its file is int8 already) is refused
         in words (:class:`UsageError`)."""
-        recipes = () if self.spec.quantized else self.family.int8
+        recipes = self.spec.int8_recipes if self.members else (
+            () if self.spec.quantized else self.family.int8
+        )  # fmt: skip
+        if self.members and not recipes:
+            raise UsageError(
+                f"int8 is not offered for {self.spec.name}: not every model it runs has "
+                "int8; use fp32."
+            )
         if not recipes:
             why = "its file is int8 already" if self.spec.quantized else (
                 f"{self.family.name} models have no int8 recipe"
@@ -442,7 +481,11 @@ class Remover:
         return made
 
     def model_path(self) -> Path:
-        """The verified fp32 file, or the int8 one (made on first use) for ``precision="int8"``."""
+        """The verified fp32 file, or the int8 one (made on first use) for ``precision="int8"``.
+        For a combined model: every model's file made ready, the first one's path."""
+        if self.members:
+            paths = [m.model_path() for m in self.members]
+            return paths[0]
         report = self._progress
         path = self.store.ensure(
             self.spec, (lambda done, total: report("download", done, total)) if report else None
@@ -462,7 +505,11 @@ class Remover:
 
     def load(self) -> SessionInfo:
         """Obtain the model and create the session now (otherwise done on first use); a
-        model file's family, the classes and resolution asked for are settled here too."""
+        model file's family, the classes and resolution asked for are settled here too.
+        A combined model loads every model it runs (the first one's providers are said)."""
+        if self.members:
+            infos = [m.load() for m in self.members]
+            return infos[0]
         info = self._session()[1]
         self.resolve_input_size()
         return info
@@ -471,7 +518,10 @@ class Remover:
         """The side of the model's square input, as declared by the file when fixed (for
         a free input size, the long side asked for, else the family's). Settles what it
         depends on: creates the session, reads a model file's family from its signature,
-        and refuses classes or a resolution the model does not take."""
+        and refuses classes or a resolution the model does not take. A combined model's is
+        its first model's (the one every photo goes through)."""
+        if self.members:
+            return self.members[0].resolve_input_size()
         declared = self._session()[1].input_size
         family = self.family
         resolution = self.config.resolution
@@ -497,7 +547,10 @@ class Remover:
 
     def infer(self, batch: np.ndarray) -> np.ndarray:
         """Run the model on a preprocessed (1, 3, h, w) batch; returns the family's mask
-        output."""
+        output. A combined model runs its first model here; its second runs, where the first
+        is unsure, in :meth:`finish`, which sees the photo."""
+        if self.members:
+            return self.members[0].infer(batch)
         session, info = self._session()
         family = self.family
         try:
@@ -516,6 +569,8 @@ class Remover:
         With the guard on, a photo on which int8 is in doubt is run in fp32 as well, and
         fp32's output is the one returned (see guard.py); the fp32 session shares this
         Remover's pool."""
+        if self.members:
+            return self.members[0].infer_checked(batch)
         raw = self.infer(batch)
         if self.precision != "int8":
             return raw, None
@@ -561,7 +616,10 @@ class Remover:
     # them on different threads: prepare -> infer -> finish.
 
     def prepare(self, loaded: LoadedImage) -> tuple[np.ndarray, float]:
-        """The model input for ``loaded`` and the seconds it took."""
+        """The model input for ``loaded`` and the seconds it took (a combined model's: its
+        first model's)."""
+        if self.members:
+            return self.members[0].prepare(loaded)
         start = time.perf_counter()
         batch = preprocess(loaded.rgb, self.family, self.input_size)
         return batch, time.perf_counter() - start
@@ -570,10 +628,34 @@ class Remover:
         """The mask of an RGB array (a crop, for box edits): the model's mask,
         edge-refined when this Remover refines."""
         batch, _ = self.prepare(from_array(rgb))
-        height, width = rgb.shape[:2]
-        score = score_map(self.infer_checked(batch)[0], self.family)
-        mask = model_mask(score, width, height, self.family, self.refine)
+        mask = self.masked(rgb, *self.infer_checked(batch)).mask
         return edit_base(rgb, mask, self.refine)
+
+    def masked(self, rgb: np.ndarray, raw: np.ndarray, guard: GuardCheck | None) -> Masked:
+        """The mask at ``rgb``'s size from the model's ``raw`` output, and what it says of
+        itself (:class:`Masked`). A combined model looks at its first model's mask and,
+        where that is unsure (:meth:`Evidence.unsure`), runs its second model on ``rgb``
+        and fuses the two (:func:`~bgremover.mask.combine.fuse`)."""
+        height, width = rgb.shape[:2]
+        if not self.members:
+            score = score_map(raw, self.family)
+            mask = model_mask(score, width, height, self.family, self.refine)
+            return Masked(mask, score, self.family, evidence(mask), guard, (self.spec.name,))
+        first, second = self.members
+        # Bicubic (refine=True) upscales: a combined mask has no rembg mask to match.
+        mask = model_mask(score_map(raw, first.family), width, height, first.family, True)
+        found = evidence(mask)
+        if not found.unsure():
+            return Masked(mask, _as_score(mask), self.family, found, guard, (first.spec.name,))
+        start = time.perf_counter()
+        batch, _ = second.prepare(from_array(rgb))
+        raw_second, guard_second = second.infer_checked(batch)
+        other = model_mask(score_map(raw_second, second.family), width, height, second.family,
+                           True)  # fmt: skip
+        fused = fuse(mask, other)
+        found = replace(evidence(fused), agreement=agreement(mask, other))
+        return Masked(fused, _as_score(fused), self.family, found, _joined(guard, guard_second),
+                      (first.spec.name, second.spec.name), time.perf_counter() - start)  # fmt: skip
 
     def finish(
         self,
@@ -588,25 +670,64 @@ class Remover:
         (the result is fp32's when it ran fp32)."""
         info = self.load()
         t0 = time.perf_counter()
-        height, width = loaded.rgb.shape[:2]
-        score = score_map(raw, self.family)  # kept as the Result's raw output too
-        mask = model_mask(score, width, height, self.family, self.refine)
+        made = self.masked(loaded.rgb, raw, guard)
         t1 = time.perf_counter()
-        alpha = output_alpha(loaded, mask, self.refine, edits, self.segment)
+        alpha = output_alpha(loaded, made.mask, self.refine, edits, self.segment)
         t2 = time.perf_counter()
+        second = {"second_model": made.second_seconds} if made.second_seconds else {}
+        stages = {"postprocess": t1 - t0 - made.second_seconds, **second, "refine": t2 - t1}
+        guard = made.guard
         return Result(
             image=loaded,
-            mask=mask,
+            mask=made.mask,
             alpha=alpha,
-            timings={**timings, "postprocess": t1 - t0, "refine": t2 - t1},
+            timings={**timings, **stages},
             model=self.spec.name,
             providers=info.active,
             fallbacks=info.fallbacks,
             precision="fp32" if guard is not None and guard.ran_fp32 else self.precision,
-            raw=score,
-            family=self.family,
+            raw=made.score,
+            family=made.family,
             guard=guard,
+            evidence=made.evidence,
+            models=made.models,
         )
+
+
+@dataclass(frozen=True)
+class Masked:
+    """A mask made from a model's output (:meth:`Remover.masked`), with what it says."""
+
+    #: uint8, at the photo's size.
+    mask: np.ndarray
+    #: The score map it was made from (the Result's ``raw``), read as ``family`` says.
+    score: np.ndarray
+    family: Family
+    evidence: Evidence
+    guard: GuardCheck | None
+    #: The models that made it.
+    models: tuple[str, ...]
+    #: The seconds a combined model's second model took (0 when it was not asked).
+    second_seconds: float = 0.0
+
+
+#: The version of the combined model's rule (:mod:`~bgremover.mask.combine`): part of its
+#: identity, so that outputs made by an older rule are made again.
+COMBINED_VERSION = 1
+
+
+def _as_score(mask: np.ndarray) -> np.ndarray:
+    """A combined model's mask as its score map (the "combined" family reads it clipped
+    to [0, 1]), from which the same mask is made again byte for byte."""
+    return (mask.astype(np.float32) + 0.5) / 255.0
+
+
+def _joined(first: GuardCheck | None, second: GuardCheck | None) -> GuardCheck | None:
+    """The int8 guard's findings for two models of one photo: the larger doubt, and fp32
+    run if it ran for either."""
+    if first is None or second is None:
+        return first or second
+    return GuardCheck(max(first.doubt, second.doubt), first.ran_fp32 or second.ran_fp32)
 
 
 def _attribute(name: str) -> Callable[[Remover], Any]:

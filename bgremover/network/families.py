@@ -156,6 +156,14 @@ FAMILIES: dict[str, Family] = {
             class_names=("background", "upper", "lower", "full"),
             int8=(),
         ),
+        Family(
+            "combined",
+            "Two models as one (--model best): the second model asked where the first is "
+            "unsure, their masks fused at the photo's size; int8 applies to each model.",
+            input_size=1024,
+            normalisation="clip",
+            int8=(),
+        ),
     )
 }
 

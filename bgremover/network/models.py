@@ -46,6 +46,9 @@ ProgressCallback = Callable[[int, "int | None"], None]
 DEFAULT_MODEL = "u2netp"
 #: The precisions every model runs in: its own fp32 file, or the int8 one made from it.
 PRECISIONS = ("fp32", "int8")
+#: The int8 "recipe" of a combined model: each of its models in int8 with its own default
+#: recipe and its own guard.
+EACH_MEMBER = "each model's own"
 HOME_ENV = "BGREMOVER_HOME"
 
 _RELEASE = "https://github.com/danielgatis/rembg/releases/download/v0.0.0/"
@@ -119,6 +122,12 @@ class ModelSpec:
     #: Its time per image on CPU as a multiple of u2netp's (fp32, network masks, 2 cores),
     #: measured: the README's model table. The one place that figure is kept.
     cpu_time: float | None = None
+    #: For a combined model (``best``): the registry models it runs, in order; it has no
+    #: file of its own (see :func:`combined_entry`).
+    members: tuple[str, ...] = ()
+    #: How the app names it where its name alone says too little ("Best: u2netp + IS-Net");
+    #: None: its name.
+    title: str | None = None
     #: A local file chosen by the user (``--model PATH``) rather than the registry.
     local_path: Path | None = field(default=None, compare=False)
 
@@ -136,6 +145,9 @@ class ModelSpec:
         the U²-Net recipes until its signature is read."""
         if self.quantized:
             return ()
+        if self.members:  # each member with its own default recipe
+            every = all(REGISTRY[m].int8_recipes for m in self.members)
+            return (EACH_MEMBER,) if every else ()
         return (self.family or DEFAULT_FAMILY).int8
 
     @property
@@ -169,7 +181,17 @@ _SOURCE_KEYS = ("asset", "rembg", "mirrors")
 #: The :class:`ModelSpec` fields an entry does not set: made from its name, family, size,
 #: description and source keys (``local_path`` is for files of the user's own).
 _MADE_FIELDS = frozenset(
-    {"name", "filename", "sources", "bytes", "family", "description", "local_path"}
+    {
+        "name",
+        "filename",
+        "sources",
+        "bytes",
+        "family",
+        "description",
+        "local_path",
+        "members",
+        "title",
+    }
 )
 #: Every key an entry may give: a key not among them is refused, never ignored.
 ENTRY_KEYS = (*(f.name for f in fields(ModelSpec) if f.name not in _MADE_FIELDS), *_SOURCE_KEYS)
@@ -381,6 +403,53 @@ REGISTRY: dict[str, ModelSpec] = {
         ),
     )
 }
+
+
+def combined_entry(
+    name: str,
+    members: tuple[str, ...],
+    title: str,
+    description: str,
+    cpu_time: float | None = None,
+) -> ModelSpec:
+    """A combined model's spec: it runs the registry models ``members`` (in order) and has
+    no file of its own; its size, licences and the non-commercial mark are its members'.
+    How it runs them is the engine's (:mod:`bgremover.mask.combine`)."""
+    specs = [REGISTRY[m] for m in members]
+    licences = list(dict.fromkeys(f"{s.name}: {s.licence}" for s in specs))
+    return ModelSpec(
+        name=name,
+        filename=f"{name}.combined",
+        sources=(),
+        sha256=None,
+        md5=None,
+        bytes=sum(s.bytes for s in specs),
+        bytes_exact=all(s.bytes_exact for s in specs),
+        family=get_family("combined"),
+        description=description,
+        licence="; ".join(licences),
+        homepage=specs[0].homepage,
+        non_commercial=any(s.non_commercial for s in specs),
+        cpu_time=cpu_time,
+        members=members,
+        title=title,
+    )
+
+
+#: The combined model ``--model best``, listed right after the default model.
+BEST = combined_entry(
+    "best",
+    ("u2netp", "isnet-imgly"),
+    "Best: u2netp + IS-Net",
+    "Best: u2netp, and IS-Net (isnet-imgly) on the photos where u2netp is unsure, their "
+    "masks fused; each cutout says when it may be wrong.",
+)
+_names = list(REGISTRY)
+REGISTRY = {
+    n: BEST if n == BEST.name else REGISTRY[n]
+    for n in (*_names[: _names.index(DEFAULT_MODEL) + 1], BEST.name,
+              *_names[_names.index(DEFAULT_MODEL) + 1 :])
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -710,7 +779,11 @@ class ModelStore:
         return self.models_dir / spec.filename
 
     def cached_path(self, spec: ModelSpec) -> Path | None:
-        """The cached (or bundled) file if present (not re-hashed; :meth:`ensure` verifies)."""
+        """The cached (or bundled) file if present (not re-hashed; :meth:`ensure` verifies).
+        For a combined model, its first member's file when every member's is present."""
+        if spec.members:
+            paths = [self.cached_path(REGISTRY[m]) for m in spec.members]
+            return paths[0] if all(paths) else None
         path = self.path_for(spec)
         if path.is_file():
             return path
@@ -751,6 +824,8 @@ class ModelStore:
         source tried when none works.
         """
         spec = resolve_spec(model) if isinstance(model, str) else model
+        if spec.members:  # a combined model: its members' files, the first one's path
+            return self._ensure_members(spec, progress)
         path = self.path_for(spec)
         if spec.local_path is not None:
             return path
@@ -766,6 +841,24 @@ class ModelStore:
             )
             path.unlink()
         return self._obtain(spec, path, progress)
+
+    def _ensure_members(self, spec: ModelSpec, progress: ProgressCallback | None) -> Path:
+        """Every member of a combined model verified (obtained where missing), with one
+        progress for all of them; the first member's path."""
+        members = [REGISTRY[m] for m in spec.members]
+        missing = [m for m in members if self.cached_path(m) is None]
+        total = sum(m.bytes for m in missing)
+        done_before = 0
+
+        def overall(done: int, size: int | None) -> None:
+            if progress is not None:
+                progress(done_before + done, total if total else size)
+
+        paths = []
+        for member in members:
+            paths.append(self.ensure(member, overall))
+            done_before += member.bytes if member in missing else 0
+        return paths[0]
 
     def _obtain(self, spec: ModelSpec, path: Path, progress: ProgressCallback | None) -> Path:
         import pooch
@@ -883,11 +976,13 @@ class ModelStore:
             "name": spec.name,
             "precision": "fp32",
             "default": spec.name == DEFAULT_MODEL,
-            "path": str(cached) if cached else None,
-            "filename": spec.filename,
+            "path": str(cached) if cached and not spec.members else None,
+            "filename": None if spec.members else spec.filename,
+            "members": list(spec.members),
             "sha256": spec.sha256,
             "md5": spec.md5,
-            "bytes": cached.stat().st_size if cached else spec.bytes,
+            "bytes": cached.stat().st_size if cached and not spec.members else spec.bytes,
+            "cached": cached is not None,
             "bytes_exact": bool(cached) or spec.bytes_exact,
             "input_size": spec.input_size,
             "family": spec.family.name if spec.family else None,

@@ -145,6 +145,9 @@ def create_app(state: State):
             "X-Foreground-Height": str(height),
             "X-Credits-Charged": "0",
             "X-Precision": output.precision,
+            # "none", or why the cutout may be wrong (Result.doubts), "; " between reasons.
+            "X-Cutout-Doubt": "; ".join(output.doubts) or "none",
+            "X-Models": ",".join(output.models),
             **rate_headers(),
         }
         if not wants_json:

@@ -62,6 +62,10 @@ class Output:
     foreground: tuple[int, int, int, int]
     #: What made the mask: "int8", or "fp32" (asked for, or where the int8 guard ran it).
     precision: str = "fp32"
+    #: Why the cutout may be wrong (``Result.doubts``); () when nothing points to it.
+    doubts: tuple[str, ...] = ()
+    #: The models that made the mask (a combined model's that it ran).
+    models: tuple[str, ...] = ()
 
 
 class Engine:
@@ -156,14 +160,15 @@ class Engine:
             pixels = compose_array(result.image.rgb, alpha, options)
             foreground = foreground_box(alpha, options, pixels.shape[1], pixels.shape[0])
             metadata = result.image.metadata
-            precision = result.precision
+            precision, doubts, models = result.precision, result.doubts, result.models
             del result, loaded, raw
             out = io.BytesIO()
             FORMATS[fmt].encode(out, pixels, FORMATS[fmt], None, options, metadata)
             height_out, width_out = pixels.shape[:2]
         return Output(
-            out.getvalue(), CONTENT_TYPES[fmt], width_out, height_out, foreground, precision
-        )
+            out.getvalue(), CONTENT_TYPES[fmt], width_out, height_out, foreground, precision,
+            doubts, models,
+        )  # fmt: skip
 
     def dimensions(self, data: bytes) -> tuple[int, int]:
         """The image's size from its header, refusing images over the megapixel limit."""
