@@ -349,7 +349,7 @@ class SideChooser(QWidget):
     def _chosen(self) -> None:
         spec = needs_download(self.model(), self._store)
         asked = spec is not None and self.model_box.currentData() != self._shown[0]
-        if asked and spec is not None and not confirm_download(self, spec):
+        if asked and spec is not None and not confirm_download(self, spec, self._store):
             self.set_side(self._shown)  # Cancel: the side it was
             return
         self._offer_precisions()

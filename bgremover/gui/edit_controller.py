@@ -84,6 +84,8 @@ class EditController(QObject):
         #: Where the clicks in effect landed; a right-click on one takes it back.
         self.markers = ClickMarkers(page.viewer, host.window())
         self.markers.removeRequested.connect(self.remove_click)
+        # The notice of a cutout in doubt offers Touch Up: edit mode, as its action.
+        page.notice.touchUp.connect(lambda: self.set_edit_mode(True))
         # Before the saves' own: what waited for the edits runs on what they show.
         host.jobs.edited.connect(self._on_edited)
         self.actions: TouchUpActions

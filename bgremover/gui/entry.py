@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtGui import QImage
 
 from ..files.imaging import LoadedImage
+from ..network.models import BEST
 from ..touchup.edit import Edits, Operation
 from .results import ClickReady, Compared, Processed
 
@@ -33,6 +34,18 @@ RestageSettings = tuple["EngineConfig", "ComposeOptions", str]
 EDITED_MARK = "✎ edited"
 #: What the queue's row adds for a result made with a model or precision changed since.
 OUT_OF_DATE_MARK = "out of date"
+#: What the queue's row adds for a cutout the evidence of its mask says may be wrong.
+DOUBT_MARK = "check it"
+
+
+def doubt_sentence(doubts: tuple[str, ...], offer_best: bool = True) -> str:
+    """What the app says of a cutout in doubt (``doubts``: why, from ``Result.doubts``),
+    and what the user can do: check it, try Best (unless ``offer_best`` is False: it was
+    made with Best), or touch it up. "" when there is no doubt."""
+    if not doubts:
+        return ""
+    todo = "Check it, try Best, or touch it up." if offer_best else "Check it, or touch it up."
+    return f"This cutout may be wrong: {'; '.join(doubts)}. {todo}"
 
 
 @dataclass(frozen=True)
@@ -100,6 +113,9 @@ class CutoutState:
     #: Done with other model settings than the current ones: made again when shown or
     #: saved, and the row says so until then.
     out_of_date: bool = False
+    #: Why the result may be wrong (its ``Result.doubts``), kept when the result is
+    #: dropped from memory, so that the row still says so; () when nothing points to it.
+    doubts: tuple[str, ...] = ()
 
     def queued(self, job_id: int) -> None:
         """A job making the result was submitted."""
@@ -123,6 +139,7 @@ class CutoutState:
     def replace(self, processed: Processed) -> None:
         """A new result for the same image (restaged, or edited)."""
         self.processed, self.thumb = processed, processed.thumb
+        self.doubts = processed.result.doubts
 
     def restaged(self, processed: Processed) -> None:
         self.replace(processed)
@@ -454,7 +471,26 @@ class QueueEntry:
             text += f", {EDITED_MARK} ({count} edit{'s' if count != 1 else ''})"
         if r.guard is not None and r.guard.in_doubt:
             text += f"\n{r.guard.words()}"
+        if self.doubts:
+            text += f"\n{self.doubt_note}"
         return text
+
+    @property
+    def doubts(self) -> tuple[str, ...]:
+        """Why the cutout may be wrong; () when nothing points to it, and once the user
+        has edits in effect on it (they looked at it and touched it up)."""
+        return () if self.edited or self.status is not Status.DONE else self.cutout.doubts
+
+    @property
+    def made_with_best(self) -> bool:
+        """Its result was made with the combined model Best (trying Best changes nothing)."""
+        return getattr(self.cutout.made_with, "model", None) == BEST.name
+
+    @property
+    def doubt_note(self) -> str:
+        """:func:`doubt_sentence` for this cutout ("" when not in doubt); Best is not
+        offered for a cutout Best made."""
+        return doubt_sentence(self.doubts, offer_best=not self.made_with_best)
 
     @property
     def stale(self) -> bool:
@@ -463,10 +499,13 @@ class QueueEntry:
 
     @property
     def status_text(self) -> str:
-        """The status as the queue's row shows it, with the out-of-date and edited marks."""
+        """The status as the queue's row shows it, with the out-of-date, doubt and edited
+        marks."""
         parts = [self.status.value]
         if self.stale:
             parts.append(OUT_OF_DATE_MARK)
+        if self.doubts:
+            parts.append(DOUBT_MARK)
         if self.edited:
             parts.append(EDITED_MARK)
         return " · ".join(parts)

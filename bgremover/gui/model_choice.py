@@ -23,12 +23,31 @@ NON_COMMERCIAL_WARNING = (
 )
 
 
-def download_question(spec: ModelSpec) -> tuple[str, str]:
-    """The text and the details of the question asked before ``spec`` is downloaded."""
-    text = f"{spec.name} is not downloaded yet: it is {size_text(spec.bytes, spec.bytes_exact)}."
+def missing_files(spec: ModelSpec, store: ModelStore | None = None) -> list[ModelSpec]:
+    """The model files choosing ``spec`` downloads: its own, or for a combined model those
+    of its models not cached in ``store`` (None: all of them)."""
+    if not spec.members:
+        return [spec]
+    members = [REGISTRY[m] for m in spec.members]
+    return [m for m in members if store is None or store.cached_path(m) is None] or members
+
+
+def download_question(spec: ModelSpec, store: ModelStore | None = None) -> tuple[str, str]:
+    """The text and the details of the question asked before ``spec`` is downloaded; for a
+    combined model, of the models it needs that ``store`` lacks."""
+    files = missing_files(spec, store)
+    size = size_text(sum(f.bytes for f in files), all(f.bytes_exact for f in files))
+    if spec.members:
+        names = ", ".join(f.name for f in files)
+        text = (
+            f"{spec.title or spec.name} runs {' and '.join(spec.members)}; choosing it "
+            f"downloads the models it needs that are not downloaded yet: {names}, {size}."
+        )
+    else:
+        text = f"{spec.name} is not downloaded yet: it is {size}."
     lines = [spec.about, "", f"Licence: {spec.licence}"]
-    if spec.homepage:
-        lines.append(spec.homepage)
+    homepages = dict.fromkeys(f.homepage for f in files if f.homepage)
+    lines += list(homepages) if spec.members else ([spec.homepage] if spec.homepage else [])
     if spec.non_commercial:
         lines += ["", NON_COMMERCIAL_WARNING]
     lines += ["", "The download starts when the model is first used; the status bar shows "
@@ -36,13 +55,16 @@ def download_question(spec: ModelSpec) -> tuple[str, str]:
     return text, "\n".join(lines)
 
 
-def confirm_download(parent: QWidget | None, spec: ModelSpec) -> bool:
-    """Ask before a model is downloaded: its size, its licence, and for non-commercial
-    weights a plain warning. True when the user chose Download."""
+def confirm_download(
+    parent: QWidget | None, spec: ModelSpec, store: ModelStore | None = None
+) -> bool:
+    """Ask before a model is downloaded (for a combined model, the models it needs that
+    ``store`` lacks): its size, its licence, and for non-commercial weights a plain
+    warning. True when the user chose Download."""
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Warning if spec.non_commercial else QMessageBox.Icon.Question)
-    box.setWindowTitle(f"Download {spec.name}?")
-    text, info = download_question(spec)
+    box.setWindowTitle(f"Download {', '.join(f.name for f in missing_files(spec, store))}?")
+    text, info = download_question(spec, store)
     box.setText(text)
     box.setInformativeText(info)
     download = box.addButton("Download", QMessageBox.ButtonRole.AcceptRole)
@@ -55,24 +77,31 @@ def confirm_download(parent: QWidget | None, spec: ModelSpec) -> bool:
 def model_label(
     name: str, size_bytes: int, cached: bool, exact: bool = True, non_commercial: bool = False
 ) -> str:
-    """A registry model's name, its size and whether it is cached (else what there is to
-    download), and a mark on non-commercial weights."""
+    """A registry model's name (a combined model's title), its size and whether it is
+    cached (else what there is to download), and a mark on non-commercial weights."""
     size = size_text(size_bytes, exact)
     label = f"{name} — {size}, cached" if cached else f"{name} — {size} download"
     return label + (" · non-commercial" if non_commercial else "")
 
 
 def model_tooltip(spec: ModelSpec) -> str:
-    """What the model list's tooltip says of a registry model: what it is, its licence."""
+    """What the model list's tooltip says of a registry model: what it is, its licence
+    (a combined model's: each of its models'), and the models a combined model runs."""
     lines = [spec.about, f"Licence: {spec.licence}"]
+    if spec.members:
+        lines.append(f"Its models: {', '.join(spec.members)}; each is downloaded and cached "
+                     "on its own, and used as any model is.")  # fmt: skip
     if spec.non_commercial:
         lines.append(NON_COMMERCIAL_WARNING)
     return "\n".join(lines)
 
 
 def spec_label(spec: ModelSpec, store: ModelStore) -> str:
+    """:func:`model_label` of ``spec`` as ``store`` holds it (a combined model is cached
+    when each of its models is)."""
     cached = store.cached_path(spec) is not None
-    return model_label(spec.name, spec.bytes, cached, spec.bytes_exact, spec.non_commercial)
+    name = spec.title or spec.name
+    return model_label(name, spec.bytes, cached, spec.bytes_exact, spec.non_commercial)
 
 
 def relabel_models(box: QComboBox, store: ModelStore) -> None:
@@ -102,6 +131,7 @@ class ModelBox(QComboBox):
 
 
 def needs_download(model: str, store: ModelStore) -> ModelSpec | None:
-    """The registry spec of ``model`` when choosing it means a download; else None."""
+    """The registry spec of ``model`` when choosing it means a download (for a combined
+    model: one of its models is not cached); else None."""
     spec = REGISTRY.get(model)
     return spec if spec is not None and store.cached_path(spec) is None else None

@@ -123,7 +123,11 @@ class ModelController(QObject):
 
     def _on_model_prepared(self, config: EngineConfig) -> None:
         """A model is ready: the lists say it is cached, and the note of its download
-        ("Obtaining … from …") gives way to the news instead of outliving it."""
+        ("Obtaining … from …", of one of a combined model's files) gives way to the news
+        instead of outliving it."""
         self._refresh_model_labels()
-        if self.host.statusBar().currentMessage().startswith(f"Obtaining {config.model} from "):
+        spec = REGISTRY.get(config.model)
+        files = spec.members if spec is not None and spec.members else (config.model,)
+        shown = self.host.statusBar().currentMessage()
+        if any(shown.startswith(f"Obtaining {name} from ") for name in files):
             self.host.statusBar().showMessage(f"The model {config.model} is ready.", 5000)

@@ -117,8 +117,8 @@ class QueueModel(QAbstractListModel):
             where = str(entry.source) if isinstance(entry.source, Path) else entry.name
             if entry.error:
                 return f"{where}\n{entry.error}"
-            note = entry.stale_note
-            return f"{where}: {entry.status_text}" + (f"\n{note}" if note else "")
+            notes = [n for n in (entry.stale_note, entry.doubt_note) if n]
+            return "\n".join([f"{where}: {entry.status_text}", *notes])
         if role == Qt.ItemDataRole.DecorationRole:
             return self._icon(entry)
         if role == ID_ROLE:

@@ -1,5 +1,6 @@
-"""The Result tab: its bar (view modes, hold for the original, zoom), the image view or
-the drop zone, and the words that say what the image shown is.
+"""The Result tab: its bar (view modes, hold for the original, zoom), the notice of a
+cutout that may be wrong, the image view or the drop zone, and the words that say what
+the image shown is.
 
 The page shows what it is given and starts nothing; which image and which of its
 pictures it shows is the window's (and, in edit mode, the edit controller's) to say.
@@ -11,8 +12,10 @@ from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QImage, QKeyEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
+    QFrame,
     QHBoxLayout,
     QLabel,
+    QPushButton,
     QSizePolicy,
     QStackedWidget,
     QToolBar,
@@ -22,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.pipeline import Result
+from ..network.models import BEST
 from ..touchup.edit import Box
 from .entry import QueueEntry, Status
 from .settings import Settings
@@ -82,9 +86,64 @@ def made_text(result: Result) -> str:
     return f"This image: {made} on {active}"
 
 
+class DoubtNotice(QFrame):
+    """The bar above the image when its cutout may be wrong: why (the evidence of its
+    mask), with Try Best (hidden for a cutout Best made) and Touch Up. Hidden otherwise.
+
+    It starts nothing: :attr:`tryModel` asks for Best to be chosen as the model box
+    chooses it (the download question included), :attr:`touchUp` for edit mode.
+    """
+
+    #: Try Best was clicked: the registry model to choose.
+    tryModel = Signal(str)
+    #: Touch Up was clicked.
+    touchUp = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("doubtNotice")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        # A warning's colours, set whole (text too), so that it reads in light and dark
+        # themes alike.
+        self.setStyleSheet(
+            "#doubtNotice { background: #fff3cd; border: 1px solid #e0b000; border-radius: 3px; }"
+            " #doubtNotice QLabel { color: #4a3800; }"
+        )
+        self.label = QLabel("")
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.try_best = QPushButton("Try Best")
+        self.try_best.setToolTip(
+            f"Use the model {BEST.title or BEST.name} (Settings ▸ Model): this image is "
+            "made again with it"
+        )
+        self.try_best.clicked.connect(lambda: self.tryModel.emit(BEST.name))
+        self.touch_up = QPushButton("Touch Up")
+        self.touch_up.setToolTip("Touch up this cutout's mask (Touch Up ▸ Edit Mask)")
+        self.touch_up.clicked.connect(self.touchUp)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(8, 4, 8, 4)
+        row.addWidget(self.label, 1)
+        row.addWidget(self.try_best)
+        row.addWidget(self.touch_up)
+        self.hide()
+
+    def show_for(self, entry: QueueEntry | None) -> None:
+        """The notice of ``entry``'s cutout when it is in doubt; hidden for None or a
+        cutout nothing points against."""
+        note = entry.doubt_note if entry is not None else ""
+        if not note or entry is None:
+            self.hide()
+            return
+        self.label.setText(note)
+        self.try_best.setVisible(not entry.made_with_best)
+        self.show()
+
+
 class ResultPage(QWidget):
     """The Result tab's page; :attr:`viewer` shows the image, :attr:`drop_zone` stands
-    in for it while there is none."""
+    in for it while there is none, :attr:`notice` says above it when the cutout may be
+    wrong."""
 
     #: A view mode's button was clicked (the mode's name).
     modeChosen = Signal(str)
@@ -150,6 +209,8 @@ class ResultPage(QWidget):
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(bar)
+        self.notice = DoubtNotice()
+        column.addWidget(self.notice)
         self._view_row = QHBoxLayout()  # the edit tools go beside the view
         self._view_row.addWidget(self.view_stack, 1)
         column.addLayout(self._view_row, 1)
@@ -207,6 +268,7 @@ class ResultPage(QWidget):
         """The drop zone, saying why there is no image: none selected (of ``queued``), or
         ``entry`` has no result to show (failed, not processed, or still coming)."""
         self.viewer.set_image(None)
+        self.notice.show_for(None)
         self.view_stack.setCurrentWidget(self.drop_zone)
         self.show_zoom()
         if entry is None and queued:

@@ -174,13 +174,21 @@ class SettingsPanel(QWidget):
         the model there was."""
         model = self.model_box.currentData()
         spec = needs_download(model, self._store)
-        if spec is not None and not confirm_download(self, spec):
+        if spec is not None and not confirm_download(self, spec, self._store):
             self.show_model(self._model)
             return
         self._model = model
         self._emit(model=model)
 
     # -- what the window tells the pane ------------------------------------------
+    def choose_model(self, model: str) -> None:
+        """Choose registry ``model`` as the user does in the model box (e.g. the Result
+        view's Try Best): asked about first when it needs a download, then reported as a
+        change. Nothing happens when it is the model chosen already."""
+        index = self.model_box.findData(model)
+        if index >= 0 and model != self._model:
+            self.model_box.setCurrentIndex(index)  # -> _model_chosen, as a user's choice
+
     def show_model(self, model: str) -> None:
         """Show ``model`` as chosen (adding a model file's entry) without reporting a change."""
         if self.model_box.findData(model) < 0:

@@ -79,6 +79,7 @@ class MainWindow(QMainWindow):
         self.editing = EditController(self, self.result_page, self.detail)
         self.panel = SettingsPanel(self.settings, self.store)
         self.panel.changed.connect(lambda changes: self.apply_settings(**changes))
+        self.result_page.notice.tryModel.connect(self.panel.choose_model)  # Try Best
         self.export_panel = self.panel.export
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.panel.in_dock(self))
         status = self.status_line = StatusLine(self.statusBar(), self.jobs, self.engine)
@@ -346,6 +347,7 @@ class MainWindow(QMainWindow):
             # In edit mode, what is shown without the overlay is redrawn edit by edit.
             editable = self.editing.edit_mode and overlay is None
             self.result_page.show_image(image, overlay, editable)
+            self.result_page.notice.show_for(None if self.editing.edit_mode else entry)
             self.panel.show_fallbacks(p.result.fallbacks)
         if self.comparing.shown:
             self.comparing.show(entry)
@@ -363,8 +365,6 @@ class MainWindow(QMainWindow):
         self.edit_menu.update_enabled(selected, queued)
         self.file_menu.update_enabled(selected, queued, self.save_many.running)
         self.editing.update_enabled(self.current_entry())
-
-    # ------------------------------------------------------------------ editing
 
 
 class Application(QApplication):
