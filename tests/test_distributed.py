@@ -169,3 +169,23 @@ def test_the_int8_guard_runs_on_ray_as_in_the_plain_batch(
     line = "bgremover: 2 of 4 images were made in fp32: int8 was unsure of them"
     assert line in plain.stderr and line in ray.stderr
     assert _tree(tmp_path / "ray") == _tree(tmp_path / "plain")
+
+
+def test_best_runs_on_ray_as_in_the_plain_batch(tmp_path: Path, u2netp_path: Path) -> None:
+    """The combined model on Ray: its second model runs in the actor where the first is
+    unsure (the rocket, not the sample); the files and the doubt lines and count are the
+    plain batch's."""
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    shutil.copy(DATA / "skimage_rocket.jpg", photos)
+    shutil.copy(ROOT / "assets" / "sample.jpg", photos)
+    common = ["--model", "best", "-v"]
+    plain = _run(["remove", str(photos), "-o", str(tmp_path / "plain"), *common])
+    ray = _run(["remove", str(photos), "-o", str(tmp_path / "ray"), *common, "--ray"])
+    assert plain.code == 0 and ray.code == 0, (plain.stderr, ray.stderr)
+    doubt = [line for line in plain.stderr.splitlines() if "may be wrong" in line]
+    assert any("skimage_rocket.jpg: this cutout may be wrong" in line for line in doubt)
+    assert "bgremover: 1 cutout may be wrong (run with -v to see which and why)." in doubt
+    for line in doubt:  # the same words (the logger's name differs: bgremover.distributed)
+        assert line.split(": ", 1)[1] in ray.stderr, line
+    assert _tree(tmp_path / "ray") == _tree(tmp_path / "plain")

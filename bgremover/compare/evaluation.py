@@ -22,7 +22,7 @@ from ..errors import BgRemoverError, UsageError
 from ..export.output import write_image
 from ..files.imaging import from_array, read_image
 from ..network.session import CPU, SessionPool, available_providers, runtime_conflict
-from .comparison import MATERIAL_IOU, compare, is_precision_pair, parse_side
+from .comparison import MATERIAL_IOU, compare, is_precision_pair, model_seconds, parse_side
 from .report import comparison_sheet
 
 K = TypeVar("K", bound=Hashable)
@@ -111,8 +111,8 @@ def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
                 + (f", int8 recipe {b_side.int8_recipe}" if b_side.precision == "int8" else ""),
                 f"mean |d alpha| {m['mean_abs']:.4f}   edge band |d alpha| {m['band_abs']:.4f}"
                 f"   max |d alpha| {m['max_abs']:.3f}   IoU {m['iou']:.4f}",
-                f"inference A ({label_a}) {1000 * a.timings['infer']:.0f} ms, "
-                f"B ({label_b}) {1000 * b.timings['infer']:.0f} ms",
+                f"inference A ({label_a}) {1000 * model_seconds(a):.0f} ms, "
+                f"B ({label_b}) {1000 * model_seconds(b):.0f} ms",
             ]
             names = ("fp32", "int8") if is_precision_pair(a_side, b_side) else ("A", "B")
             sheet = comparison_sheet(
@@ -133,6 +133,9 @@ def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
               f"(and {json_path.name})", flush=True)  # fmt: skip
         if m["material"] or (m["guard_b"] or {}).get("in_doubt"):
             print(f"  {m['verdict']}", flush=True)
+        for side, result in (("A", a), ("B", b)):
+            if result.doubts:
+                print(f"  {side}'s cutout may be wrong: {'; '.join(result.doubts)}.", flush=True)
     if rows:
         speed = statistics.median(r["infer_a_s"] / r["infer_b_s"] for r in rows)
         pace = (

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
@@ -280,6 +281,9 @@ class Remover:
         #: For a combined model (``--model best``): a Remover per model it runs, sharing
         #: this one's store, progress and pool; () for a model of its own.
         self.members: tuple[Remover, ...] = ()
+        # One photo at a time through the second model: the batch's finishing threads
+        # would otherwise each hold IS-Net's working memory (about 1 GB at 1024 px) at once.
+        self._second_lock = threading.Lock()
         if self.spec.members:
             if made.recipe is not None:
                 raise UsageError(
@@ -398,10 +402,10 @@ class Remover:
         """The int8 recipes offered for this model, the family's default first. A model
         without int8 (its family has no recipe, or its file is int8 already) is refused
         in words (:class:`UsageError`)."""
-        recipes = self.spec.int8_recipes if self.members else (
+        recipes = self.spec.int8_recipes if self.spec.members else (
             () if self.spec.quantized else self.family.int8
         )  # fmt: skip
-        if self.members and not recipes:
+        if self.spec.members and not recipes:
             raise UsageError(
                 f"int8 is not offered for {self.spec.name}: not every model it runs has "
                 "int8; use fp32."
@@ -648,8 +652,10 @@ class Remover:
         if not found.unsure():
             return Masked(mask, _as_score(mask), self.family, found, guard, (first.spec.name,))
         start = time.perf_counter()
-        batch, _ = second.prepare(from_array(rgb))
-        raw_second, guard_second = second.infer_checked(batch)
+        with self._second_lock:
+            batch, _ = second.prepare(from_array(rgb))
+            raw_second, guard_second = second.infer_checked(batch)
+            del batch
         other = model_mask(score_map(raw_second, second.family), width, height, second.family,
                            True)  # fmt: skip
         fused = fuse(mask, other)
