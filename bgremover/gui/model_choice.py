@@ -5,7 +5,16 @@ comparison's side choosers both use these, so a model reads the same in both.
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QMessageBox, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPaintEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QMessageBox,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
+    QWidget,
+)
 
 from ..network.models import REGISTRY, ModelSpec, ModelStore, size_text
 
@@ -119,7 +128,24 @@ def relabel_models(box: QComboBox, store: ModelStore) -> None:
 
 class ModelBox(QComboBox):
     """The model choice: its list, wider than the box for the labels, opens inside the
-    window (moved left where it would run past the window's right edge)."""
+    window (moved left where it would run past the window's right edge); the box shows
+    a label too long for it cut with "…", never clipped mid-letter."""
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QStylePainter(self)
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
+        field = self.style().subControlRect(
+            QStyle.ComplexControl.CC_ComboBox,
+            option,
+            QStyle.SubControl.SC_ComboBoxEditField,
+            self,
+        )
+        option.currentText = self.fontMetrics().elidedText(
+            option.currentText, Qt.TextElideMode.ElideRight, field.width()
+        )
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
 
     def showPopup(self) -> None:
         super().showPopup()
