@@ -133,9 +133,9 @@ def cmd_compare(args: argparse.Namespace, progress: Any) -> int:
               f"(and {json_path.name})", flush=True)  # fmt: skip
         if m["material"] or (m["guard_b"] or {}).get("in_doubt"):
             print(f"  {m['verdict']}", flush=True)
-        for side, result in (("A", a), ("B", b)):
-            if result.doubts:
-                print(f"  {side}'s cutout may be wrong: {'; '.join(result.doubts)}.", flush=True)
+        for letter, made in (("A", a), ("B", b)):
+            if made.doubts:
+                print(f"  {letter}'s cutout may be wrong: {'; '.join(made.doubts)}.", flush=True)
     if rows:
         speed = statistics.median(r["infer_a_s"] / r["infer_b_s"] for r in rows)
         pace = (
