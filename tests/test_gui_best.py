@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtCore import Qt
+from test_gui_compare_models import answer_download
 
 from bgremover.gui.entry import DOUBT_MARK, Status
 from bgremover.gui.export_panel import select_data
@@ -21,24 +21,6 @@ WAIT_MS = 300_000
 #: hardly overlaps it.
 ROCKET = DATA / "skimage_rocket.jpg"
 TITLE = BEST.title or BEST.name
-
-
-def answer_download(button: str) -> list[str]:
-    """Answer the next download question with ``button`` ("Download" or "Cancel"); the
-    list gets its title, text and details once it is asked."""
-    asked: list[str] = []
-
-    def answer() -> None:
-        box = QApplication.activeModalWidget()
-        assert isinstance(box, QMessageBox), box
-        asked.append(f"{box.windowTitle()}\n{box.text()}\n{box.informativeText()}")
-        if button == "Cancel":
-            box.button(QMessageBox.StandardButton.Cancel).click()
-        else:
-            next(b for b in box.buttons() if b.text() == button).click()
-
-    QTimer.singleShot(0, answer)
-    return asked
 
 
 @pytest.fixture(scope="module")
