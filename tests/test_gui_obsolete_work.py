@@ -14,6 +14,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtWidgets import QApplication, QMessageBox
 from test_gui_compare_models import answer_download
 
+from bgremover.gui.entry import DOUBT_MARK
 from bgremover.gui.export_panel import select_data
 from bgremover.gui.jobs import JobEnd, JobState
 from bgremover.gui.queue import Status
@@ -229,7 +230,10 @@ def test_results_made_with_another_model_say_they_are_out_of_date(qtbot, tiny_re
     first, second = window.queue.entries()
 
     def statuses() -> list[str]:
-        return [row_text(window, i).split("\n", 1)[1] for i in (0, 1)]
+        # Whether a cutout may be wrong ("check it") depends on the photo and the model,
+        # not on the setting: test_gui_best covers it, so it is left out here.
+        rows = [row_text(window, i).split("\n", 1)[1].split(" · ") for i in (0, 1)]
+        return [" · ".join(p for p in parts if p != DOUBT_MARK) for parts in rows]
 
     assert statuses() == ["done", "done"]
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
