@@ -375,8 +375,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="time inference per precision and provider",
         epilog=None,
         description="Times the model's inference in fp32 and int8 on each execution provider\n"
-        "this ONNX Runtime offers (interleaved runs, after a warm-up), then each stage\n"
-        "of the whole chain on one photo.",
+        "this ONNX Runtime offers (interleaved runs, after a warm-up), measures each one's\n"
+        "parity with the CPU provider's output at the same precision on the calibration\n"
+        "photos, then each stage of the whole chain on one photo. With --save, --providers\n"
+        "auto then runs this model on the fastest provider whose masks agree with the CPU's.",
     )
     bench.add_argument(
         "-m",
@@ -395,6 +397,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads", type=int, default=0, help="ONNX Runtime threads (0 = one per physical core)"
     )
     bench.add_argument("--json", action="store_true", help="machine-readable output")
+    bench.add_argument(
+        "--save",
+        action="store_true",
+        help="keep the result for this machine: --providers auto (the default) then picks "
+        "from it for this model and thread count",
+    )
     return parser
 
 

@@ -108,6 +108,11 @@ def test_bench_and_models_list_show_int8(u2netp_int8_path: Path) -> None:
     data = json.loads(proc.stdout)
     rows = {(r["provider"], r["precision"]) for r in data["inference"] if "median_ms" in r}
     assert {("CPUExecutionProvider", "fp32"), ("CPUExecutionProvider", "int8")} <= rows
+    # Parity on the calibration photos: int8 against the CPU's int8 (itself) and its fp32.
+    int8_row = next(r for r in data["inference"] if r.get("precision") == "int8")
+    assert int8_row["min_iou_vs_cpu"] == 1.0 and int8_row["max_abs_vs_cpu"] == 0.0
+    assert 0.8 < int8_row["min_iou_vs_cpu_fp32"] <= 1.0
+    assert "saved" not in data  # without --save, auto's choice is left as it was
     stages = {"decode", "preprocess", "inference", "postprocess", "refine", "encode"}
     assert set(data["stages"]["fp32"]) == stages
     listing = json.loads(cli("models", "list", "--json", check=True).stdout)

@@ -21,6 +21,9 @@ from ..engine.plan import plan_batch, resolve_output
 from ..errors import BgRemoverError, UsageError
 from ..export.output import write_image
 from ..files.imaging import from_array, read_image
+from ..mask.metrics import iou
+from ..network.measured import MIN_IOU, Measurement, fastest, save
+from ..network.models import PRECISIONS, ModelStore
 from ..network.session import CPU, SessionPool, available_providers, runtime_conflict
 from .comparison import MATERIAL_IOU, compare, is_precision_pair, model_seconds, parse_side
 from .report import comparison_sheet
@@ -169,7 +172,7 @@ def _spread(times: list[float]) -> dict[str, float]:
 
 def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
     """Inference time per precision and provider, and a stage breakdown for one photo."""
-    from ..network.quantize import CALIBRATION_DIR
+    from ..network.quantize import CALIBRATION_DIR, calibration_files
 
     image_path = args.image or CALIBRATION_DIR / "matplotlib_grace_hopper.jpg"
     report = progress.task(args.model)
@@ -193,21 +196,43 @@ def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
             removers[(provider, precision)] = r
     rgb = read_image(image_path).rgb
     times = infer_times(removers, rgb, args.runs)
+    photos = calibration_files()
+    parity = _parity(removers, photos)
+    measured = []
     for (provider, precision), runs in times.items():
-        row = {"provider": provider, "precision": precision, **_spread(runs)}
-        results["inference"].append(row)
+        spread = _spread(runs)
+        max_abs, min_iou, fp32_iou = parity[(provider, precision)]
+        measured.append(Measurement(provider, precision, spread["median_ms"], max_abs, min_iou,
+                                    fp32_iou))  # fmt: skip
+        results["inference"].append({"provider": provider, "precision": precision, **spread,
+                                     "max_abs_vs_cpu": max_abs, "min_iou_vs_cpu": min_iou,
+                                     "min_iou_vs_cpu_fp32": fp32_iou})  # fmt: skip
+    results["parity_photos"] = len(photos)
+    results["auto"] = {p: getattr(fastest(measured, p), "provider", None) for p in PRECISIONS}
+    if args.save:
+        name = next(iter(removers.values())).spec.name
+        results["saved"] = str(save(ModelStore().home, name, args.threads, measured))
     results["stages"] = _stage_breakdown(image_path, removers)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    print(f"model {args.model}, {args.runs} runs after warm-up, threads {args.threads or 'auto'}")
-    print(f"{'provider':<28}{'precision':<10}{'median ms':>10}{'IQR ms':>8}{'min ms':>8}")
+    print(f"model {args.model}, {args.runs} runs after warm-up, threads {args.threads or 'auto'}; "
+          f"parity with the CPU provider on {len(photos)} photos")  # fmt: skip
+    print(f"{'provider':<28}{'precision':<10}{'median ms':>10}{'IQR ms':>8}{'min ms':>8}"
+          f"{'max |Δ|':>9}{'IoU':>7}{'IoU fp32':>9}")  # fmt: skip
     for row in results["inference"]:
         if "skipped" in row:
             print(f"{row['provider']:<28}{row['precision']:<10}  skipped: {row['skipped']}")
             continue
         print(f"{row['provider']:<28}{row['precision']:<10}{row['median_ms']:>10.1f}"
-              f"{row['iqr_ms']:>8.1f}{row['min_ms']:>8.1f}")  # fmt: skip
+              f"{row['iqr_ms']:>8.1f}{row['min_ms']:>8.1f}{row['max_abs_vs_cpu']:>9.4f}"
+              f"{row['min_iou_vs_cpu']:>7.3f}{row['min_iou_vs_cpu_fp32']:>9.3f}")  # fmt: skip
+    for precision, provider in results["auto"].items():
+        if provider is not None:
+            print(f"auto, {precision}: {provider} (the fastest whose masks have IoU >= "
+                  f"{MIN_IOU} with the CPU provider's on every photo)")  # fmt: skip
+    if "saved" in results:
+        print(f"saved: {results['saved']} (--providers auto now picks from it on this machine)")
     fp32 = next((r for r in results["inference"] if r.get("precision") == "fp32"
                  and r["provider"] == CPU), None)  # fmt: skip
     int8 = next((r for r in results["inference"] if r.get("precision") == "int8"
@@ -219,6 +244,32 @@ def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
         line = "  ".join(f"{k} {v:.1f}" for k, v in stages.items())
         print(f"  {precision}: {line}")
     return 0
+
+
+def _parity(
+    removers: Mapping[tuple[str, str], Remover], photos: list[Path]
+) -> dict[tuple[str, str], tuple[float, float, float]]:
+    """Per (provider, precision): the largest |Δ| of the raw output and the lowest mask IoU
+    against the CPU provider at the same precision, and the lowest mask IoU against the CPU
+    provider in fp32, over ``photos``. (0, 1, 1) where there is nothing to compare with."""
+    worst = {key: (0.0, 1.0, 1.0) for key in removers}
+    for photo in photos:
+        rgb = read_image(photo).rgb
+        made = {}
+        for key, r in removers.items():
+            batch, _ = r.prepare(from_array(rgb))
+            raw = r.infer(batch)
+            made[key] = (raw, r.masked(rgb, raw, None).mask)
+        for (provider, precision), (raw, mask) in made.items():
+            same, fp32 = made.get((CPU, precision)), made.get((CPU, "fp32"))
+            max_abs, min_iou, fp32_iou = worst[(provider, precision)]
+            if same is not None:
+                max_abs = max(max_abs, float(np.abs(raw - same[0]).max()))
+                min_iou = min(min_iou, iou(mask, same[1]))
+            if fp32 is not None:
+                fp32_iou = min(fp32_iou, iou(mask, fp32[1]))
+            worst[(provider, precision)] = (max_abs, min_iou, fp32_iou)
+    return worst
 
 
 def _stage_breakdown(image_path: Path, removers: dict) -> dict[str, Any]:

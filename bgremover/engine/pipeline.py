@@ -34,6 +34,7 @@ from ..mask.combine import Evidence, agreement, evidence, fuse
 from ..mask.refine import refine_alpha
 from ..network.families import Family, Signature, guess_family
 from ..network.guard import GuardCheck, check
+from ..network.measured import measured_choice
 from ..network.models import (
     DEFAULT_MODEL,
     PRECISIONS,
@@ -270,8 +271,8 @@ class Remover:
             self._family = self._choose_classes(self.spec.family)
             if made.precision == "int8":
                 self.int8_recipes()  # refuses a model without int8 before any work
-        self.providers = resolve_providers(made.providers)
         self.store = store or ModelStore()
+        self.providers = self._providers_for(made)
         # A guarded int8 Remover of its own keeps the fp32 session it may need beside it;
         # a combined model, each of its models' sessions.
         capacity = (1 + (made.precision == "int8")) * max(1, len(self.spec.members))
@@ -295,6 +296,17 @@ class Remover:
                         pool=self.pool)
                 for name in self.spec.members
             )  # fmt: skip
+
+    def _providers_for(self, config: EngineConfig) -> tuple[str, ...]:
+        """The providers to run, in order: as asked, or for ``auto``, the fastest one that
+        ``bgremover bench --save`` measured here for this model and precision with masks
+        the CPU provider's (see network/measured.py), else the fixed order."""
+        asked = config.providers
+        if not isinstance(asked, str) or asked.strip() not in ("", "auto") or self.spec.members:
+            return resolve_providers(asked)
+        chosen = measured_choice(self.store.home, self.spec.name, config.precision,
+                                 config.threads)  # fmt: skip
+        return resolve_providers(chosen or "auto")
 
     @classmethod
     def from_config(

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..network.measured import fastest, measured_rows
 from ..network.models import PRECISIONS, REGISTRY, ModelStore
 from ..network.session import available_providers
 from .export_panel import ExportPanel, select_data
@@ -39,6 +40,11 @@ APPLIES_TO = (
     "Changes apply at once to the image shown, and to the others when you view or "
     "save them, and to batches."
 )
+
+
+def provider_label(name: str) -> str:
+    """An ONNX Runtime provider's name as the pane shows it (CPU, CUDA, OpenVINO)."""
+    return name.replace("ExecutionProvider", "")
 
 
 def applies_to() -> str:
@@ -92,7 +98,7 @@ class SettingsPanel(QWidget):
         self.provider_box = QComboBox()
         self.provider_box.addItem("Auto", "auto")
         for name in available_providers():
-            self.provider_box.addItem(name.replace("ExecutionProvider", ""), name)
+            self.provider_box.addItem(provider_label(name), name)
         select_data(self.provider_box, settings.providers)
         self.threads_box = QSpinBox()
         self.threads_box.setRange(0, 64)
@@ -150,13 +156,14 @@ class SettingsPanel(QWidget):
         column.addStretch(1)
         self.setMaximumWidth(380)
 
+        self.show_measured()
         self.model_box.currentIndexChanged.connect(self._model_chosen)
         self.precision_box.currentIndexChanged.connect(self._precision_chosen)
         self.guard_box.toggled.connect(lambda v: self._emit(int8_guard=v))
         self.provider_box.currentIndexChanged.connect(
             lambda: self._emit(providers=self.provider_box.currentData())
         )
-        self.threads_box.valueChanged.connect(lambda v: self._emit(threads=v))
+        self.threads_box.valueChanged.connect(self._threads_chosen)
         self.mask_only_box.toggled.connect(lambda v: self._emit(mask_only=v))
         self.refine_box.toggled.connect(lambda v: self._emit(refine=v))
         self.decontaminate_box.toggled.connect(lambda v: self._emit(decontaminate=v))
@@ -167,7 +174,48 @@ class SettingsPanel(QWidget):
     def _precision_chosen(self) -> None:
         precision = self.precision_box.currentData()
         self._engine_form.setRowVisible(self.guard_box, precision == "int8")
+        self.show_measured()
         self._emit(precision=precision)
+
+    def _threads_chosen(self, threads: int) -> None:
+        self.show_measured()
+        self._emit(threads=threads)
+
+    def show_measured(self) -> None:
+        """Label each provider with its time as ``bgremover bench --save`` measured it here
+        for the model, precision and threads chosen, and Auto with what it then runs;
+        plain names where nothing was measured."""
+        rows = measured_rows(self._store.home, self._model, self.threads_box.value())
+        precision = self.precision_box.currentData()
+        by_provider = {r.provider: r for r in rows if r.precision == precision}
+        choice = fastest(rows, precision)
+        for index in range(self.provider_box.count()):
+            name = self.provider_box.itemData(index)
+            if name == "auto":
+                text = "Auto" if choice is None else f"Auto: {provider_label(choice.provider)}"
+                tip = (
+                    "The accelerators this ONNX Runtime offers, then CPU. Measure them with "
+                    "bgremover bench --save, and Auto runs the fastest one that makes the "
+                    "CPU's masks."
+                    if choice is None
+                    else "Measured on this machine (bgremover bench --save): the fastest "
+                    f"provider for this model in {precision} whose masks agree with the CPU's."
+                )
+            else:
+                row = by_provider.get(name)
+                text = provider_label(name)
+                tip = ""
+                if row is not None:
+                    text += f" — {row.median_ms:.0f} ms"
+                    tip = (
+                        f"{row.median_ms:.0f} ms per inference, measured on this machine; "
+                        f"masks IoU {row.min_iou:.3f} against the CPU's."
+                    )
+                    if not row.agrees:
+                        text += " (masks differ)"
+                        tip += " Its masks differ from the CPU provider's: Auto does not pick it."
+            self.provider_box.setItemText(index, text)
+            self.provider_box.setItemData(index, tip or None, Qt.ItemDataRole.ToolTipRole)
 
     def _model_chosen(self) -> None:
         """A model not downloaded yet is asked about first (size, licence); Cancel keeps
@@ -178,6 +226,7 @@ class SettingsPanel(QWidget):
             self.show_model(self._model)
             return
         self._model = model
+        self.show_measured()
         self._emit(model=model)
 
     # -- what the window tells the pane ------------------------------------------
@@ -200,6 +249,7 @@ class SettingsPanel(QWidget):
         select_data(self.model_box, model)
         self.model_box.blockSignals(False)
         self._model = model
+        self.show_measured()
 
     def forget_model_file(self, model: str) -> None:
         """Remove a model file's entry (it could not be used)."""

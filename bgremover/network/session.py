@@ -329,6 +329,11 @@ def _wheel_hint(provider: str) -> str:
         return f" ({conflict})"
     if provider.startswith(("CUDA", "Tensorrt")):
         return " (install bgremover[gpu]: onnxruntime-gpu in place of onnxruntime)"
+    if provider == "OpenVINOExecutionProvider":
+        return (
+            " (install onnxruntime-openvino in its place: pip uninstall -y onnxruntime && "
+            "pip install onnxruntime-openvino)"
+        )
     if provider == "DmlExecutionProvider":
         return " (on Windows, install bgremover[directml]: onnxruntime-directml in its place)"
     return ""

@@ -86,6 +86,10 @@ def _channel_ranges(
     step: Callable[[], None],
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per-channel min and max of ``tensors`` over the calibration batches (fp32)."""
+    if not tensors:  # no Conv -> Relu to measure (ORT would answer an empty list with all outputs)
+        for _ in batches:
+            step()
+        return {}
     import onnx
     import onnxruntime as ort
     from onnx import helper
