@@ -164,6 +164,44 @@ def calibration_samples(files: list[Path]) -> Iterator[np.ndarray]:
             yield np.ascontiguousarray(view)
 
 
+def reduced_range() -> bool:
+    """Whether the int8 weights made here are 7-bit (ORT's ``reduce_range``).
+
+    On an x86-64 CPU without VNNI, ONNX Runtime's int8 convolutions (uint8 activations by
+    int8 weights) add each pair of products in 16 bits, which saturates on full-range
+    weights; ORT's quantization guide gives 7-bit weights for such CPUs. With VNNI (and on
+    ARM, whose dot product adds in 32 bits), full range. Where the CPU's features cannot be
+    read, full range, as before. What it does to the masks: README, int8.
+    """
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64", "x86", "i386", "i686"):
+        return False
+    features = _cpu_features()
+    if features is None:
+        return False
+    if any(on for name, on in features.items() if "VNNI" in name):
+        return False
+    try:  # AVX-VNNI without AVX-512, which NumPy does not list (Linux names it)
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            flags = next((line for line in info if line.startswith("flags")), "").split()
+    except OSError:
+        flags = []
+    return "avx_vnni" not in flags
+
+
+def _cpu_features() -> dict[str, bool] | None:
+    """The CPU features NumPy detected at import (what ``numpy.show_runtime`` lists)."""
+    import importlib
+
+    for name in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
+        try:
+            return dict(importlib.import_module(name).__cpu_features__)
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
 def int8_path(
     store: ModelStore,
     spec: ModelSpec,
@@ -173,7 +211,8 @@ def int8_path(
     family: Family | None = None,
 ) -> Path:
     """Cache path of the int8 model: keyed by the fp32 hash, recipe, calibration, the
-    family's preprocessing and ORT version."""
+    family's preprocessing, ORT version and, where they are 7-bit, the weights' range
+    (:func:`reduced_range`: a cache shared with a VNNI machine holds each one's own)."""
     import onnxruntime as ort
 
     fp32_hash = spec.sha256 or file_identity(fp32_path)
@@ -182,7 +221,8 @@ def int8_path(
     family = family or spec.family or DEFAULT_FAMILY
     # U²-Net's keys stay as they were, so int8 files made before families still count.
     prep = "" if family.name == "u2net" else f"|{family.preprocessing_key()}"
-    key = f"{fp32_hash}|{recipe}|{version}|{calib}|{ort.__version__}{prep}"
+    reduced = "|7-bit weights" if reduced_range() else ""
+    key = f"{fp32_hash}|{recipe}|{version}|{calib}|{ort.__version__}{prep}{reduced}"
     key = hashlib.sha256(key.encode()).hexdigest()
     folder = store.models_dir if spec.local_path is None else store.models_dir / "local"
     return folder / f"{spec.name}.int8-{recipe}-{key[:12]}.onnx"
@@ -354,6 +394,7 @@ def quantize_model(
                 weight_type=getattr(q.QuantType, recipe.weight_type),
                 calibrate_method=getattr(q.CalibrationMethod, recipe.calibrate_method),
                 nodes_to_exclude=float_nodes,
+                reduce_range=reduced_range(),
                 extra_options=extra,
                 **({} if cache is None else {"calibration_cache_path": str(cache)}),
             )
