@@ -299,8 +299,9 @@ class Remover:
 
     def _providers_for(self, config: EngineConfig) -> tuple[str, ...]:
         """The providers to run, in order: as asked, or for ``auto``, the fastest one that
-        ``bgremover bench --save`` measured here for this model and precision with masks
-        the CPU provider's (see network/measured.py), else the fixed order."""
+        ``bgremover bench --save`` measured here for this model and precision among those
+        whose masks agree with the CPU provider's (see network/measured.py), else the fixed
+        order."""
         asked = config.providers
         if not isinstance(asked, str) or asked.strip() not in ("", "auto") or self.spec.members:
             return resolve_providers(asked)
