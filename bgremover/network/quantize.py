@@ -171,7 +171,7 @@ def reduced_range() -> bool:
     int8 weights) add each pair of products in 16 bits, which saturates on full-range
     weights; ORT's quantization guide gives 7-bit weights for such CPUs. With VNNI (and on
     ARM, whose dot product adds in 32 bits), full range. Where the CPU's features cannot be
-    read, full range, as before. What it does to the masks: README, int8.
+    read, full range, as before. Why, and what it measured: docs/decisions/0013.
     """
     import platform
 
