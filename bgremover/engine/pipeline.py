@@ -34,7 +34,7 @@ from ..mask.combine import Evidence, agreement, evidence, fuse
 from ..mask.refine import refine_alpha
 from ..network.families import Family, Signature, guess_family
 from ..network.guard import GuardCheck, check
-from ..network.measured import measured_choice
+from ..network.measured import providers_for
 from ..network.models import (
     DEFAULT_MODEL,
     PRECISIONS,
@@ -272,7 +272,14 @@ class Remover:
             if made.precision == "int8":
                 self.int8_recipes()  # refuses a model without int8 before any work
         self.store = store or ModelStore()
-        self.providers = self._providers_for(made)
+        # ``auto``: what ``bench --save`` measured here, if it did (network/measured.py).
+        self.providers = (
+            resolve_providers(made.providers)
+            if self.spec.members
+            else providers_for(
+                made.providers, self.store.home, self.spec.name, made.precision, made.threads
+            )
+        )
         # A guarded int8 Remover of its own keeps the fp32 session it may need beside it;
         # a combined model, each of its models' sessions.
         capacity = (1 + (made.precision == "int8")) * max(1, len(self.spec.members))
@@ -296,18 +303,6 @@ class Remover:
                         pool=self.pool)
                 for name in self.spec.members
             )  # fmt: skip
-
-    def _providers_for(self, config: EngineConfig) -> tuple[str, ...]:
-        """The providers to run, in order: as asked, or for ``auto``, the fastest one that
-        ``bgremover bench --save`` measured here for this model and precision among those
-        whose masks agree with the CPU provider's (see network/measured.py), else the fixed
-        order."""
-        asked = config.providers
-        if not isinstance(asked, str) or asked.strip() not in ("", "auto") or self.spec.members:
-            return resolve_providers(asked)
-        chosen = measured_choice(self.store.home, self.spec.name, config.precision,
-                                 config.threads)  # fmt: skip
-        return resolve_providers(chosen or "auto")
 
     @classmethod
     def from_config(

@@ -16,6 +16,7 @@ reference, so it always qualifies.
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files.atomic import write_atomically
-from .session import CPU, available_providers, load_runtime
+from .session import CPU, available_providers, load_runtime, resolve_providers
 
 #: The mask IoU against the CPU provider's, on each bench photo, that a provider must keep
 #: to be chosen by ``auto``: a faster provider that moves the cutout is not a free choice.
@@ -52,26 +53,33 @@ class Measurement:
         return self.provider == CPU or self.min_iou >= MIN_IOU
 
 
+@functools.cache
 def machine() -> dict[str, Any]:
-    """What a measurement is valid for: this processor and this ONNX Runtime build."""
+    """What a measurement is valid for: this processor and this ONNX Runtime build (read once
+    per process)."""
+    info = cpu_info()
+    name = info.get("model name") or info.get("Hardware") or info.get("Processor")
     return {
-        "processor": _processor(),
+        "processor": name or platform.processor() or platform.machine(),
         "architecture": platform.machine(),
         "onnxruntime": load_runtime().__version__,
         "providers": available_providers(),
     }
 
 
-def _processor() -> str:
-    """The processor's model name (Linux: /proc/cpuinfo; elsewhere what Python says)."""
+@functools.cache
+def cpu_info() -> dict[str, str]:
+    """Each field of Linux's /proc/cpuinfo, as its first processor gives it; {} elsewhere."""
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                if line.startswith(("model name", "Hardware", "Processor")):
-                    return line.split(":", 1)[1].strip()
+                key, sep, value = line.partition(":")
+                if sep:
+                    fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return fields
 
 
 def path_for(home: Path, model: str) -> Path:
@@ -128,9 +136,14 @@ def fastest(rows: Sequence[Measurement], precision: str) -> Measurement | None:
     return min(usable, key=lambda r: r.median_ms, default=None)
 
 
-def measured_choice(home: Path, model: str, precision: str, threads: int) -> str | None:
-    """The provider ``auto`` runs ``model`` on at ``precision``, as measured here; None
-    when nothing was measured for it (``auto`` then takes its fixed order)."""
+def providers_for(
+    asked: str | Sequence[str], home: Path, model: str, precision: str, threads: int
+) -> tuple[str, ...]:
+    """The providers to run ``model`` on, in order: as ``asked``, or for ``auto``, the
+    fastest one measured here at ``precision`` among those whose masks agree with the CPU
+    provider's (then CPU), else ``auto``'s fixed order when nothing was measured."""
+    if not isinstance(asked, str) or asked.strip() not in ("", "auto"):
+        return resolve_providers(asked)
     rows = load(home, model, threads)
     best = fastest(rows, precision) if rows else None
-    return best.provider if best is not None else None
+    return resolve_providers(best.provider if best is not None else "auto")

@@ -9,6 +9,7 @@ tools, not part of the inference hot path. The U²-Net graph rewrite that the
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import os
@@ -25,6 +26,7 @@ import numpy as np
 from ..errors import ModelError
 from ..files.imaging import read_image, walk_images
 from .families import DEFAULT_FAMILY, Family
+from .measured import cpu_info
 from .models import ModelSpec, ModelStore, file_identity
 from .transforms import preprocess
 
@@ -182,14 +184,11 @@ def reduced_range() -> bool:
         return False
     if any(on for name, on in features.items() if "VNNI" in name):
         return False
-    try:  # AVX-VNNI without AVX-512, which NumPy does not list (Linux names it)
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
-            flags = next((line for line in info if line.startswith("flags")), "").split()
-    except OSError:
-        flags = []
-    return "avx_vnni" not in flags
+    # AVX-VNNI without AVX-512, which NumPy does not list (Linux names it)
+    return "avx_vnni" not in cpu_info().get("flags", "").split()
 
 
+@functools.cache
 def _cpu_features() -> dict[str, bool] | None:
     """The CPU features NumPy detected at import (what ``numpy.show_runtime`` lists)."""
     import importlib
