@@ -1,7 +1,7 @@
 """`--model best` against the default model, per photo, and the cutout-doubt signal.
 
     python tests/benchmarks/best_model.py matting=IMAGES:TRUTH portraits=IMAGES:TRUTH ...
-        [--choose matting] [--sheet OUT.png NAME]
+        [--choose matting] [--sheet OUT.png NAME] [--precision int8]
 
 Each folder is given as NAME=IMAGES_DIR:TRUTH_DIR (alpha PNGs named as the photos; a
 folder without truth as NAME=IMAGES_DIR). For every photo the default model (u2netp, edge
@@ -153,9 +153,12 @@ def main(argv: list[str] | None = None) -> int:
         "--choose", default="matting", help="the folder the product's figure was chosen on"
     )
     ap.add_argument("--sheet", nargs=2, metavar=("OUT", "NAME"))
+    ap.add_argument(
+        "--precision", default="fp32", help="best's precision (int8: each model in int8, guarded)"
+    )
     args = ap.parse_args(argv)
 
-    default, best = Remover("u2netp"), Remover("best")
+    default, best = Remover("u2netp"), Remover("best", precision=args.precision)
     default.load()
     best.load()
     per_folder: dict[str, list[dict]] = {}
@@ -185,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
                     f" default SAD {sd[0]:7.2f} IoU {sd[1]:.3f} |Δα| {sd[2]:.4f}"
                     f" | best SAD {sb[0]:7.2f} IoU {sb[1]:.3f} |Δα| {sb[2]:.4f}"
                 )
-            line += f" | ran {'+'.join(rb.models)} | {t1 - t0:.2f} s / {t2 - t1:.2f} s"
+            line += f" | ran {'+'.join(rb.models)} {rb.precision}"
+            if rb.guard is not None:
+                line += f" (int8 doubt {rb.guard.doubt:.4f})"
+            line += f" | {t1 - t0:.2f} s / {t2 - t1:.2f} s"
             line += f" | doubt default: {'; '.join(rd.doubts) or '-'}"
             line += f" | best: {'; '.join(rb.doubts) or '-'}"
             print(line, flush=True)
