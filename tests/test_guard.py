@@ -91,6 +91,40 @@ def test_int8_in_doubt_gives_fp32s_result_and_says_so(u2netp_int8_path: Path) ->
     assert fp32.remove(SURE).guard is None  # fp32 needs no guard
 
 
+def test_a_batch_releases_the_fp32_session_the_guard_loaded(
+    tmp_path: Path, u2netp_int8_path: Path
+) -> None:
+    """The fp32 session a photo in doubt needed is held while the batch runs (the next such
+    photo does not reload it) and released when the batch ends, cancelled or not."""
+    from bgremover.engine.batch import ItemDone, run_batch
+    from bgremover.engine.plan import plan_batch
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for i in range(2):
+        (photos / f"unsure{i}.png").write_bytes(UNSURE.read_bytes())
+    guarded = Remover("u2netp", precision="int8", refine=False)
+    int8_key = guarded.session_key()
+    fp32_key = Remover("u2netp", refine=False).session_key()
+    jobs = plan_batch([photos], tmp_path / "out", "png").jobs
+
+    held_during: list[bool] = []
+    made = []
+    for event in run_batch(jobs, guarded):
+        if isinstance(event, ItemDone):
+            made.append(event.guard)
+            held_during.append(fp32_key in guarded.pool)
+    assert [g is not None and g.ran_fp32 for g in made] == [True, True]
+    assert held_during == [True, True]
+    assert guarded.pool.keys() == [int8_key]  # int8's memory again
+
+    events = run_batch(jobs, guarded, overwrite=True)
+    next(e for e in events if isinstance(e, ItemDone))
+    assert fp32_key in guarded.pool
+    events.close()  # cancelled after one photo
+    assert guarded.pool.keys() == [int8_key]
+
+
 @pytest.mark.model
 def test_the_cli_batch_says_how_many_were_made_in_fp32(
     tmp_path: Path, u2netp_int8_path: Path

@@ -416,6 +416,8 @@ class _Pipeline:
                     with contextlib.suppress(queue.Empty):
                         self.events_out.get(timeout=0.05)  # unblock stages waiting to report
                 thread.join()
+            # The int8 guard's fp32 session is not kept past the batch that needed it.
+            self.remover.release_guard_sessions()
 
 
 def run_batch(

@@ -591,6 +591,17 @@ class Remover:
             raw = self._fp32_twin().infer(batch)
         return raw, found
 
+    def release_guard_sessions(self) -> bool:
+        """Release the fp32 session(s) the int8 guard loaded for photos in doubt (for a
+        combined model, each model's); True if one was held. A batch calls this when it
+        ends: int8's memory is int8's again until a photo needs fp32 (IS-Net's fp32
+        session holds over 1 GB beside its int8 one)."""
+        if self.members:
+            return any([m.release_guard_sessions() for m in self.members])
+        if self.precision != "int8":
+            return False
+        return self.pool.release(self._fp32_twin().session_key())
+
     def _fp32_twin(self) -> Remover:
         """This Remover in fp32: the same model, providers, threads, store and pool."""
         twin = self.without_guard()

@@ -418,6 +418,13 @@ class SessionPool:
     def _over_budget(self) -> bool:
         return self.budget is not None and sum(self._weights.values()) > self.budget
 
+    def release(self, key: Hashable) -> bool:
+        """Release the session for ``key`` if held (freed once its last user is done with
+        it); True if it was held."""
+        with self._lock:
+            self._weights.pop(key, None)
+            return self._sessions.pop(key, None) is not None
+
     def keys(self) -> list[Hashable]:
         """The keys held, least recently used first."""
         with self._lock:
@@ -432,3 +439,7 @@ class SessionPool:
     def __len__(self) -> int:
         with self._lock:
             return len(self._sessions)
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._sessions
