@@ -159,3 +159,21 @@ def test_refined_alpha_differs_from_mask_only_at_edges(u2netp_path) -> None:
     assert (kept <= 1).mean() > 0.99  # bilinear trust: a pixel next to a fade may move
     assert refined.timings["refine"] > 0
     Image.fromarray(refined.alpha)  # a valid 8-bit mask
+
+
+def test_a_window_is_refined_as_the_whole_photo_refines_it(u2netp_path) -> None:
+    """A touch-up refines only what a click changed: each pixel of the window gets what
+    refining the whole photo gives it, bit for bit, at the photo's edges too."""
+    photo = DATA / "skimage_chelsea.png"
+    result = Remover("u2netp", refine=False).remove(photo)
+    rgb, mask = result.image.rgb, result.mask
+    whole = refine_alpha(rgb, mask)
+    height, width = mask.shape
+    for window in ((0, 0, width, height), (37, 51, 290, 203), (width - 5, 0, width, height),
+                   (0, height - 1, width, height), (10, 10, 10, 40)):  # fmt: skip
+        x0, y0, x1, y1 = window
+        part = refine_alpha(rgb, mask, window=window)
+        assert part.shape == (y1 - y0, x1 - x0)
+        assert np.array_equal(part, whole[y0:y1, x0:x1]), window
+    with pytest.raises(ValueError, match="not inside"):
+        refine_alpha(rgb, mask, window=(0, 0, width + 1, height))

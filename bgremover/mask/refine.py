@@ -194,6 +194,7 @@ def refine_alpha(
     residual: float | None = 0.15,
     work_max: int = 384,
     levels: int = 6,
+    window: tuple[int, int, int, int] | None = None,
 ) -> np.ndarray:
     """Refine a soft segmentation mask into an alpha matte.
 
@@ -215,9 +216,12 @@ def refine_alpha(
             and the portraits (``tests/benchmarks/refine_cv.py``).
         work_max: long side of the working resolution for the colour pyramid.
         levels: pyramid depth for the colour fill (reach ~ 2^levels working px).
+        window: (x0, y0, x1, y1): refine only these pixels and return them (a touch-up
+            refines what a click changed). The colour model and the bands are still the
+            whole photo's, so each pixel is what refining the whole photo gives it.
 
     Returns:
-        uint8 (H, W) alpha.
+        uint8 (H, W) alpha, or the window's (y1 - y0, x1 - x0).
 
     Full-size work is done in strips of rows, so beyond the output the memory
     used is a few megabytes whatever the image size (12-megapixel photos run
@@ -228,6 +232,9 @@ def refine_alpha(
     if rgb.ndim != 3 or rgb.shape[2] != 3 or mask.shape != rgb.shape[:2]:
         raise ValueError("rgb must be (H, W, 3) and mask (H, W) of the same size")
     height, width = mask.shape
+    wx0, wy0, wx1, wy1 = window or (0, 0, width, height)
+    if not (0 <= wx0 <= wx1 <= width and 0 <= wy0 <= wy1 <= height):
+        raise ValueError(f"window {window} is not inside the {width} x {height} photo")
     hi8, lo8 = int(np.ceil(hi * 255)), int(np.floor(lo * 255))
     has_fg, has_bg = int(mask.max()) >= hi8, int(mask.min()) <= lo8
 
@@ -236,7 +243,7 @@ def refine_alpha(
         # The pixels the ring reaches: its non-zero part and one small pixel more, so that
         # at its rim the bilinear samples of its weight decide, not the nearest pixel.
         reach = cv2.dilate((ring > 0).astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
-        ring_cols = (np.arange(width) * ring.shape[1]) // width
+        ring_cols = (np.arange(wx0, wx1) * ring.shape[1]) // width
     fg_w = bg_w = None
     weights: list[np.ndarray] = []
     s = 1.0
@@ -245,14 +252,14 @@ def refine_alpha(
         if ring is not None:
             weights = [ring, _ramp_trust(mask, band)]
 
-    out = np.empty_like(mask)
-    strip = max(1, (1 << 18) // width)
-    for y0 in range(0, height, strip):
-        y1 = min(height, y0 + strip)
-        m = mask[y0:y1]
+    out = np.empty((wy1 - wy0, wx1 - wx0), mask.dtype)
+    strip = max(1, (1 << 18) // max(1, wx1 - wx0))
+    for y0 in range(wy0, wy1, strip):
+        y1 = min(wy1, y0 + strip)
+        m = mask[y0:y1, wx0:wx1]
         fgk = m >= hi8
         unk = ~(fgk | (m <= lo8))
-        o = out[y0:y1]
+        o = out[y0 - wy0 : y1 - wy0]
         np.multiply(fgk, np.uint8(255), out=o, casting="unsafe")  # trimap: 255 / 0
         if ring is not None:
             # Only the outline is re-estimated. Uncertain pixels far from it (a badge
@@ -269,8 +276,9 @@ def refine_alpha(
             continue
         ys, xs = np.nonzero(unk)
         if ys.size:
-            ys += y0
-            out[ys, xs] = _colour_line(rgb, mask, fg_w, bg_w, ys, xs, s, sigma, residual, weights)
+            o[ys, xs] = _colour_line(
+                rgb, mask, fg_w, bg_w, ys + y0, xs + wx0, s, sigma, residual, weights
+            )
     return out
 
 

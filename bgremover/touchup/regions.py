@@ -378,15 +378,17 @@ def refine_change(rgb: np.ndarray, before: np.ndarray, after: np.ndarray, add: b
     if not changed.any():
         return
     x0, y0, x1, y1 = _bbox(changed)
-    refined = refine_alpha(rgb, after)[y0:y1, x0:x1]
+    refined = refine_alpha(rgb, after, window=(x0, y0, x1, y1))
     old = before[y0:y1, x0:x1]
     bound = np.maximum(refined, old) if add else np.minimum(refined, old)
     np.copyto(after[y0:y1, x0:x1], bound, where=changed[y0:y1, x0:x1])
 
 
 def _bbox(mask: np.ndarray) -> Box:
-    ys, xs = np.nonzero(mask)
-    return int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
+    """The box of ``mask``'s true pixels (there must be one): from its rows and columns
+    that hold one, without listing every pixel (a 12 MP mask has millions)."""
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
 
 
 def apply_click(
