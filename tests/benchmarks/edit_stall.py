@@ -21,6 +21,7 @@ import argparse
 import math
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -201,7 +202,8 @@ def main() -> int:
             f"click model: bound in {encode:.1f} s (longest GUI-thread stall "
             f"{1000 * encode_stall:.0f} ms); {args.clicks} clicks, longest GUI-thread stall "
             f"{1000 * click_stall:.0f} ms; full-size apply after release "
-            f"{min(times):.2f}–{max(times):.2f} s"
+            f"{min(times):.2f}–{max(times):.2f} s, median {statistics.median(times):.2f} s "
+            f"({', '.join(f'{t:.2f}' for t in times)})"
         )
     return 0
 
