@@ -595,8 +595,10 @@ class Remover:
         """Release the fp32 session(s) the int8 guard loaded for photos in doubt (for a
         combined model, each model's); True if one was held. A batch calls this when it
         ends: int8's memory is int8's again until a photo needs fp32 (IS-Net's fp32
-        session holds over 1 GB beside its int8 one)."""
-        if self.members:
+        session holds over 1 GB beside its int8 one). The session is the one an fp32
+        Remover on the same pool uses (the comparison's fp32 side in the app): that one
+        loads it again on its next photo."""
+        if self.members:  # every member's, not only up to the first that held one
             return any([m.release_guard_sessions() for m in self.members])
         if self.precision != "int8":
             return False
