@@ -19,6 +19,7 @@ from bgremover.errors import EditsError
 from bgremover.network.models import PROMPT_MODELS, ModelStore
 from bgremover.touchup.edit import Editor, Edits, Operation, apply_edits
 from bgremover.touchup.learned import learned_click
+from bgremover.touchup.tools import agreed
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -169,6 +170,60 @@ def test_a_remove_never_takes_away_what_an_add_click_kept() -> None:
     assert learned_click(rgb, alpha, (20, 20), False, earlier, prompt) is None
     # The prompt of a Remove: its own clicks include, the Add clicks exclude.
     assert seen[-1] == [(20, 20, 1), (50.0, 50.0, 0)]
+
+
+def _edge_photo() -> np.ndarray:
+    """Grey, with a bright square (its outline is the photo's only edge)."""
+    rgb = np.full((120, 120, 3), 60, np.uint8)
+    rgb[30:90, 30:90] = 220
+    return rgb
+
+
+def test_a_click_changes_only_what_both_results_change() -> None:
+    rgb = _edge_photo()
+    before = np.zeros((120, 120), np.uint8)
+    model = before.copy()
+    model[30:90, 30:90] = 255
+    model[30:90, 90:110] = 200  # the model also took a strip beside the square
+    colour = before.copy()
+    colour[30:90, 30:90] = 240
+    colour[0:10, 0:10] = 255  # and the colour click a far corner
+    new, box = agreed(
+        rgb, before, (model, (30, 30, 110, 90)), (colour, (0, 0, 90, 90)), True, (60, 60)
+    )
+    assert (new >= before).all()
+    np.testing.assert_array_equal(new[30:90, 30:90], 240)  # the lower of the two
+    assert not new[30:90, 90:110].any() and not new[0:10, 0:10].any()
+    assert box == (30, 30, 90, 90)
+    # A Remove: each pixel goes to the higher of the two, never above where it was.
+    full = np.full_like(before, 255)
+    gone_a, gone_b = full.copy(), full.copy()
+    gone_a[30:90, 30:90] = 0
+    gone_b[30:90, 30:100] = 10
+    new, box = agreed(
+        rgb, full, (gone_a, (30, 30, 90, 90)), (gone_b, (30, 30, 100, 90)), False, (60, 60)
+    )
+    assert (new <= full).all()
+    np.testing.assert_array_equal(new[30:90, 30:90], 10)
+    assert (new[30:90, 90:100] == 255).all()
+    assert box == (30, 30, 90, 90)
+
+
+def test_results_that_share_only_the_clicked_pixel_keep_the_sharper_one() -> None:
+    rgb = _edge_photo()
+    before = np.zeros((120, 120), np.uint8)
+    on_edge = before.copy()
+    on_edge[30:90, 30:90] = 255  # outline on the square's edge
+    off_edge = before.copy()
+    off_edge[95:115, 95:115] = 255  # outline in flat grey
+    for mask in (on_edge, off_edge):
+        mask[100, 100] = 255  # both hold the clicked pixel
+    first, second = (off_edge, (95, 95, 115, 115)), (on_edge, (30, 30, 101, 101))
+    new, box = agreed(rgb, before, first, second, True, (100.5, 100.5))
+    assert new is on_edge and box == (30, 30, 101, 101)
+    # One result that changed nothing: the other, as sharper() keeps it.
+    new, box = agreed(rgb, before, (before.copy(), None), second, True, (100.5, 100.5))
+    assert new is on_edge
 
 
 def test_models_list_shows_the_click_model_with_its_licence(click_model) -> None:

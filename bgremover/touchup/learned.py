@@ -21,9 +21,11 @@ photo (it found no object there), or a Remove would take away a place an Add cli
 asked to keep, ``None`` is returned and the caller uses the classical click.
 
 The caller (the ``add`` / ``remove`` tools) also makes the classical click's result and
-keeps whichever outline sits better on the photo's edges (:func:`sharper`): the model
-is strong where the network dropped a whole object and weak on fine structure (leaves,
-hair), where the colour-based click is better. Measured in docs/decisions/0010.
+changes only what both results change (``tools.agreed``): the model is strong where the
+network dropped a whole object and weak on fine structure (leaves, hair), the colour-based
+click the other way round, and each does damage the other does not. The box tool keeps
+whichever outline sits better on the photo's edges (:func:`sharper`). Measured in
+docs/decisions/0010 and 0014.
 
 What must stay true (as for the classical click): an Add never lowers a pixel and a
 Remove never raises one; the clicked pixel becomes 255 / 0; nothing outside the

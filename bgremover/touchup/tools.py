@@ -729,6 +729,40 @@ def _prompt_for(op: Operation, ctx: ToolContext) -> Prompter | None:
     return ctx.prompt
 
 
+def agreed(
+    rgb: np.ndarray,
+    before: np.ndarray,
+    first: tuple[np.ndarray, Box | None],
+    second: tuple[np.ndarray, Box | None],
+    add: bool,
+    point: tuple[float, float],
+) -> tuple[np.ndarray, Box | None]:
+    """Of two results of one Add / Remove click on ``before`` (mask, changed box), what
+    both change: an Add raises each pixel to the lower of the two, a Remove lowers it to
+    the higher, so a pixel only one of them moved stays as it was. Where they agree on
+    nothing but the clicked pixel (neither side, cut at 128, moves anywhere else), the
+    click still does something: the one whose outline sits better on the photo's edges
+    (:func:`sharper`)."""
+    boxes = [b for b in (first[1], second[1]) if b is not None]
+    if len(boxes) < 2:
+        return sharper(rgb, before, first, second)
+    both = np.minimum(first[0], second[0]) if add else np.maximum(first[0], second[0])
+    box = (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )
+    x0, y0, x1, y1 = box
+    flipped = (before[y0:y1, x0:x1] >= 128) != (both[y0:y1, x0:x1] >= 128)
+    px, py = int(point[0]) - x0, int(point[1]) - y0
+    if 0 <= py < flipped.shape[0] and 0 <= px < flipped.shape[1]:
+        flipped[py, px] = False
+    if not flipped.any():
+        return sharper(rgb, before, first, second)
+    return both, changed_box(before, both, box)
+
+
 def _clicked(add: bool) -> Apply:
     def click(op: Operation, alpha: np.ndarray, ctx: ToolContext) -> tuple[np.ndarray, Box | None]:
         (x, y) = op.points[0]
@@ -737,8 +771,8 @@ def _clicked(add: bool) -> Apply:
         if prompt is not None:
             made = learned_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), prompt)
         classic = apply_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), ctx.base)
-        # With the click model: the outline that sits better on the photo's edges.
-        made = classic if made is None else sharper(ctx.rgb, alpha, made, classic)
+        # With the click model: what both clicks change (docs/decisions/0014).
+        made = classic if made is None else agreed(ctx.rgb, alpha, made, classic, add, (x, y))
         ctx.clicks.append((x, y, add))
         return made
 
