@@ -226,6 +226,36 @@ def test_results_that_share_only_the_clicked_pixel_keep_the_sharper_one() -> Non
     assert new is on_edge
 
 
+def test_a_second_click_on_what_the_model_proposed_takes_the_model_at_its_word() -> None:
+    """The first Add click on a square takes only what the model and the classical click
+    agree on; a second Add click on the part of the model's proposal it left out asks for
+    the model's part again (``_confirms``), and then the better edge is kept whole."""
+    from bgremover.touchup.tools import _confirms
+
+    square = np.zeros((200, 300), np.uint8)
+    square[40:160, 40:160] = 255
+    seen: list[list[tuple[float, float, int]]] = []
+
+    def prompt(points, box=None):
+        seen.append(list(points))
+        return _frame_logits(square)
+
+    alpha = np.zeros_like(square)
+    first = (60.5, 60.5, True)
+    # Inside the model's part for the first click, and still background: it confirms.
+    assert _confirms(alpha, (140.5, 140.5), True, [first], prompt)
+    assert seen[-1] == [(60.5, 60.5, 1)]  # the first click's own prompt
+    # Not when the pixel is already kept, not outside the part, not after a Remove, and
+    # not without a click before it.
+    kept = alpha.copy()
+    kept[140, 140] = 255
+    assert not _confirms(kept, (140.5, 140.5), True, [first], prompt)
+    assert not _confirms(alpha, (230.5, 100.5), True, [first], prompt)
+    assert not _confirms(alpha, (140.5, 140.5), True, [(60.5, 60.5, False)], prompt)
+    assert not _confirms(alpha, (140.5, 140.5), False, [first], prompt)
+    assert not _confirms(alpha, (140.5, 140.5), True, [], prompt)
+
+
 def test_models_list_shows_the_click_model_with_its_licence(click_model) -> None:
     import json
 

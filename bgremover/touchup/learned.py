@@ -35,7 +35,7 @@ mask (the model is deterministic).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import cv2
@@ -43,7 +43,7 @@ import numpy as np
 
 from .regions import Box, refine_change
 
-__all__ = ["MAX_SHARE", "Prompter", "box_mask", "learned_click", "sharper"]
+__all__ = ["MAX_SHARE", "Prompter", "box_mask", "learned_click", "proposed", "sharper"]
 
 #: A proposal over more than this share of the photo is not an object: fall back.
 MAX_SHARE = 0.9
@@ -111,6 +111,41 @@ def _points(
     return [(point[0], point[1], 1)] + [(x, y, 0) for x, y, a in earlier if a != add]
 
 
+def _framer(
+    frame_shape: tuple[int, ...], photo_shape: tuple[int, int]
+) -> Callable[[float, float], tuple[int, int]]:
+    """Photo pixel (x, y) -> its (row, column) in the model's working frame."""
+    fh, fw = frame_shape[:2]
+    sx, sy = fw / photo_shape[1], fh / photo_shape[0]
+    return lambda x, y: (min(fh - 1, int(y * sy)), min(fw - 1, int(x * sx)))
+
+
+def _part(selected: np.ndarray, at: tuple[int, int]) -> np.ndarray:
+    """The 8-connected part of ``selected`` (uint8, working frame) that holds ``at``."""
+    _, labels = cv2.connectedComponents(selected, connectivity=8)
+    return np.asarray(labels == labels[at])
+
+
+def proposed(
+    shape: tuple[int, int],
+    click: tuple[float, float, bool],
+    earlier: Sequence[tuple[float, float, bool]],
+    point: tuple[float, float],
+    prompt: Prompter,
+) -> bool:
+    """Whether the click model's part for ``click`` (x, y, add; with ``earlier``, the
+    clicks before it, as :func:`learned_click` asks) holds ``point``: what the model
+    proposed for that click, whether or not the click then took it. ``shape`` is the
+    photo's (height, width)."""
+    x, y, add = click
+    logits = prompt(_points(earlier, (x, y), add))
+    frame = _framer(logits.shape, shape)
+    selected = (logits > 0).astype(np.uint8)
+    if not selected[frame(x, y)]:
+        return False
+    return bool(_part(selected, frame(x, y))[frame(*point)])
+
+
 def learned_click(
     rgb: np.ndarray,
     alpha: np.ndarray,
@@ -131,9 +166,7 @@ def learned_click(
     logits = prompt(_points(earlier, (x, y), add))
     fh, fw = logits.shape
     sx, sy = fw / width, fh / height
-
-    def frame(px: float, py: float) -> tuple[int, int]:
-        return min(fh - 1, int(py * sy)), min(fw - 1, int(px * sx))
+    frame = _framer(logits.shape, (height, width))
 
     selected = (logits > 0).astype(np.uint8)
     if not selected[frame(x, y)] or selected.mean() > MAX_SHARE:
@@ -142,8 +175,7 @@ def learned_click(
     # grouped the leftover with the subject): that click is the classical one.
     if not add and any(selected[frame(ax, ay)] for ax, ay, a in earlier if a):
         return None
-    _, labels = cv2.connectedComponents(selected, connectivity=8)
-    part = labels == labels[frame(x, y)]
+    part = _part(selected, frame(x, y))
     ys, xs = np.nonzero(part)
     f0x, f0y = max(0, int(xs.min()) - _PAD), max(0, int(ys.min()) - _PAD)
     f1x, f1y = min(fw, int(xs.max()) + 1 + _PAD), min(fh, int(ys.max()) + 1 + _PAD)

@@ -63,7 +63,7 @@ from PIL import Image
 
 from ..errors import EditsError
 from ..mask.refine import refine_alpha
-from .learned import Prompter, box_mask, learned_click, sharper
+from .learned import Prompter, box_mask, learned_click, proposed, sharper
 from .regions import Box, apply_click
 
 __all__ = [
@@ -763,6 +763,28 @@ def agreed(
     return both, changed_box(before, both, box)
 
 
+def _confirms(
+    alpha: np.ndarray,
+    point: tuple[float, float],
+    add: bool,
+    clicks: Sequence[tuple[float, float, bool]],
+    prompt: Prompter,
+) -> bool:
+    """Whether a click asks again for what the click before it left out: that click was
+    of the same sign, the click model proposed the pixel now clicked for it, and the pixel
+    is still on the side the click would change. :func:`agreed` took only what the model
+    and the classical click both changed; a second click there says the model was right,
+    so that click keeps the better edge of the two whole (docs/decisions/0014)."""
+    if not clicks or clicks[-1][2] != add:
+        return False
+    height, width = alpha.shape
+    px = min(width - 1, max(0, int(np.floor(point[0]))))
+    py = min(height - 1, max(0, int(np.floor(point[1]))))
+    if (alpha[py, px] >= 128) == add:
+        return False
+    return proposed((height, width), clicks[-1], clicks[:-1], point, prompt)
+
+
 def _clicked(add: bool) -> Apply:
     def click(op: Operation, alpha: np.ndarray, ctx: ToolContext) -> tuple[np.ndarray, Box | None]:
         (x, y) = op.points[0]
@@ -771,8 +793,13 @@ def _clicked(add: bool) -> Apply:
         if prompt is not None:
             made = learned_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), prompt)
         classic = apply_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), ctx.base)
-        # With the click model: what both clicks change (docs/decisions/0014).
-        made = classic if made is None else agreed(ctx.rgb, alpha, made, classic, add, (x, y))
+        if made is None:
+            made = classic
+        elif prompt is not None and _confirms(alpha, (x, y), add, ctx.clicks, prompt):
+            made = sharper(ctx.rgb, alpha, made, classic)
+        else:
+            # What both results change (docs/decisions/0014).
+            made = agreed(ctx.rgb, alpha, made, classic, add, (x, y))
         ctx.clicks.append((x, y, add))
         return made
 

@@ -2,6 +2,7 @@
 
     python tests/benchmarks/clicks.py IMAGES_DIR GT_DIR [--max-clicks 20]
         [--tool click|classic|box] [--refine/--no-refine] [--model NAME] [--images N]
+        [--start model|empty]
 
 The standard protocol of interactive segmentation (Xu et al. 2016, "Deep
 Interactive Object Selection"; RITM, Sofiiuk et al. 2022): the result starts as
@@ -20,6 +21,10 @@ is printed apart); ``--tool classic`` with the classical click by colour
 ``--tool box`` first draws one box around the ground truth's bounding box (one
 interaction: the network on the box's crop), then clicks; the box always counts,
 so with it every NoC is at least 1, and the row also gives the IoU right after it.
+
+``--start empty`` starts from an empty mask instead, as the benchmarks of interactive
+segmentation do (RITM's and FocalClick's NoC start from nothing): every photo then needs
+clicks, so the clicks are tried on many more regions than the model's few mistakes.
 
 Printed per image: IoU with no interaction, the number of interactions to reach
 IoU 0.85 / 0.90 / 0.95 (``--max-clicks`` when never), the final IoU, and the click's
@@ -92,6 +97,13 @@ def main(argv: list[str] | None = None) -> int:
         "--model", default="u2netp", help="the model whose mask the clicks start from (boxes too)"
     )
     ap.add_argument("--images", dest="limit", type=int, default=0, help="only the first N photos")
+    ap.add_argument(
+        "--start",
+        choices=("model", "empty"),
+        default="model",
+        help="model: clicks correct the model's mask (the app's case); empty: they start from "
+        "an empty mask, as interactive segmentation benchmarks do (RITM's NoC)",
+    )
     args = ap.parse_args(argv)
 
     remover = Remover.from_config(EngineConfig(model=args.model, refine=args.refine))
@@ -100,9 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     click_model = clicker.name if clicker is not None else ""
 
     pairs = load_pairs(args.images, args.truths, args.limit)
+    start = "the model's mask" if args.start == "model" else "an empty mask"
     print(
         f"{args.model} fp32, edge refinement {'on' if args.refine else 'off'}, tool {args.tool}, "
-        f"max {args.max_clicks} interactions, {len(pairs)} photos"
+        f"max {args.max_clicks} interactions, {len(pairs)} photos, starting from {start}"
         + (f", click model {click_model}" if learned else ", classical clicks")
     )
     after_box = f"{'box':>7}" if args.tool == "box" else ""
@@ -120,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     for src, truth_path in pairs:
         result = remover.remove(src)
         rgb = result.image.rgb
-        alpha = result.alpha
+        alpha = result.alpha if args.start == "model" else np.zeros_like(result.alpha)
         truth = np.asarray(Image.open(truth_path).convert("L"))
         if truth.shape != alpha.shape:
             truth = cv2.resize(truth, alpha.shape[::-1], interpolation=cv2.INTER_LINEAR)
