@@ -23,7 +23,9 @@ asked to keep, ``None`` is returned and the caller uses the classical click.
 The caller (the ``add`` / ``remove`` tools) also makes the classical click's result and
 changes only what both results change (``tools.agreed``): the model is strong where the
 network dropped a whole object and weak on fine structure (leaves, hair), the colour-based
-click the other way round, and each does damage the other does not. The box tool keeps
+click the other way round, and each does damage the other does not. A second click of the
+same sign on what the model proposed for the click before it (:func:`proposed`) keeps the
+better edge of the two whole instead. The box tool keeps
 whichever outline sits better on the photo's edges (:func:`sharper`). Measured in
 docs/decisions/0010 and 0014.
 

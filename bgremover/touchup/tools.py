@@ -25,7 +25,10 @@ The tools:
   erase only lowers the alpha and a restore only raises it, so one rough erase
   along hair drops the background between the strands and keeps the strands.
 * ``add`` / ``remove``: one click changes the whole region it belongs to (see
-  regions.py); all clicks since the last reset or load are hard constraints.
+  regions.py); all clicks since the last reset or load are hard constraints. With the
+  click model, only what its object and the classical click's region both change
+  (:func:`agreed`), unless the click asks again for what the model proposed for the
+  click before it (docs/decisions/0014).
 * ``box``: the network runs again on the crop of a rectangle, with a tenth of
   context around it (the subject then fills the model's input, so detail
   improves), and its mask replaces the mask inside the box, blended over a few
