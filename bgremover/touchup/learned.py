@@ -25,9 +25,8 @@ changes only what both results change (``tools.agreed``): the model is strong wh
 network dropped a whole object and weak on fine structure (leaves, hair), the colour-based
 click the other way round, and each does damage the other does not. A second click of the
 same sign on what the model proposed for the click before it (:func:`proposed`) keeps the
-better edge of the two whole instead. The box tool keeps
-whichever outline sits better on the photo's edges (:func:`sharper`). Measured in
-docs/decisions/0010 and 0014.
+better edge of the two whole instead. The box tool keeps whichever outline sits better on
+the photo's edges (:func:`sharper`). Measured in docs/decisions/0010 and 0014.
 
 What must stay true (as for the classical click): an Add never lowers a pixel and a
 Remove never raises one; the clicked pixel becomes 255 / 0; nothing outside the
