@@ -18,8 +18,7 @@ import pytest
 from bgremover.errors import EditsError
 from bgremover.network.models import PROMPT_MODELS, ModelStore
 from bgremover.touchup.edit import Editor, Edits, Operation, apply_edits
-from bgremover.touchup.learned import learned_click
-from bgremover.touchup.tools import agreed
+from bgremover.touchup.learned import agreed, confirms, learned_click
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -229,9 +228,7 @@ def test_results_that_share_only_the_clicked_pixel_keep_the_sharper_one() -> Non
 def test_a_second_click_on_what_the_model_proposed_takes_the_model_at_its_word() -> None:
     """The first Add click on a square takes only what the model and the classical click
     agree on; a second Add click on the part of the model's proposal it left out asks for
-    the model's part again (``_confirms``), and then the better edge is kept whole."""
-    from bgremover.touchup.tools import _confirms
-
+    the model's part again (``confirms``), and then the better edge is kept whole."""
     square = np.zeros((200, 300), np.uint8)
     square[40:160, 40:160] = 255
     seen: list[list[tuple[float, float, int]]] = []
@@ -243,17 +240,17 @@ def test_a_second_click_on_what_the_model_proposed_takes_the_model_at_its_word()
     alpha = np.zeros_like(square)
     first = (60.5, 60.5, True)
     # Inside the model's part for the first click, and still background: it confirms.
-    assert _confirms(alpha, (140.5, 140.5), True, [first], prompt)
+    assert confirms(alpha, (140.5, 140.5), True, [first], prompt)
     assert seen[-1] == [(60.5, 60.5, 1)]  # the first click's own prompt
     # Not when the pixel is already kept, not outside the part, not after a Remove, and
     # not without a click before it.
     kept = alpha.copy()
     kept[140, 140] = 255
-    assert not _confirms(kept, (140.5, 140.5), True, [first], prompt)
-    assert not _confirms(alpha, (230.5, 100.5), True, [first], prompt)
-    assert not _confirms(alpha, (140.5, 140.5), True, [(60.5, 60.5, False)], prompt)
-    assert not _confirms(alpha, (140.5, 140.5), False, [first], prompt)
-    assert not _confirms(alpha, (140.5, 140.5), True, [], prompt)
+    assert not confirms(kept, (140.5, 140.5), True, [first], prompt)
+    assert not confirms(alpha, (230.5, 100.5), True, [first], prompt)
+    assert not confirms(alpha, (140.5, 140.5), True, [(60.5, 60.5, False)], prompt)
+    assert not confirms(alpha, (140.5, 140.5), False, [first], prompt)
+    assert not confirms(alpha, (140.5, 140.5), True, [], prompt)
 
 
 def test_models_list_shows_the_click_model_with_its_licence(click_model) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EditsError
+from .regions import changed_box
 from .tools import (
     TOOLS,
     Box,
@@ -34,7 +35,6 @@ from .tools import (
     Restart,
     Segmenter,
     ToolContext,
-    changed_box,
 )
 
 __all__ = [

@@ -21,7 +21,7 @@ photo (it found no object there), or a Remove would take away a place an Add cli
 asked to keep, ``None`` is returned and the caller uses the classical click.
 
 The caller (the ``add`` / ``remove`` tools) also makes the classical click's result and
-changes only what both results change (``tools.agreed``): the model is strong where the
+changes only what both results change (:func:`agreed`): the model is strong where the
 network dropped a whole object and weak on fine structure (leaves, hair), the colour-based
 click the other way round, and each does damage the other does not. A second click of the
 same sign on what the model proposed for the click before it (:func:`proposed`) keeps the
@@ -42,9 +42,18 @@ from typing import Protocol
 import cv2
 import numpy as np
 
-from .regions import Box, refine_change
+from .regions import Box, changed_box, refine_change
 
-__all__ = ["MAX_SHARE", "Prompter", "box_mask", "learned_click", "proposed", "sharper"]
+__all__ = [
+    "MAX_SHARE",
+    "Prompter",
+    "agreed",
+    "box_mask",
+    "confirms",
+    "learned_click",
+    "proposed",
+    "sharper",
+]
 
 #: A proposal over more than this share of the photo is not an object: fall back.
 MAX_SHARE = 0.9
@@ -200,16 +209,7 @@ def learned_click(
     refine_change(np.ascontiguousarray(rgb, np.uint8), before, new, add)
     new[py, px] = 255 if add else 0
     # Nothing outside the part's box changed (the refinement only touches changed pixels).
-    diff = new[y0:y1, x0:x1] != before[y0:y1, x0:x1]
-    if not diff.any():
-        return new, None
-    rows, cols = np.flatnonzero(diff.any(axis=1)), np.flatnonzero(diff.any(axis=0))
-    return new, (
-        x0 + int(cols[0]),
-        y0 + int(rows[0]),
-        x0 + int(cols[-1]) + 1,
-        y0 + int(rows[-1]) + 1,
-    )
+    return new, changed_box(before, new, (x0, y0, x1, y1))
 
 
 #: :func:`sharper` looks at the changed box with at most this many pixels a side.
@@ -227,12 +227,11 @@ def sharper(
     colour gradient (Lab, Sobel) along each result's outline (alpha 128). A result that
     changed nothing loses; ties go to ``first``. A large box is looked at with a stride,
     so that the choice costs the same at any photo size."""
-    boxes = [b for b in (first[1], second[1]) if b is not None]
-    if len(boxes) < 2:
+    if first[1] is None or second[1] is None:
         return second if second[1] is not None and first[1] is None else first
     h, w = before.shape
-    x0, y0 = max(0, min(b[0] for b in boxes) - 2), max(0, min(b[1] for b in boxes) - 2)
-    x1, y1 = min(w, max(b[2] for b in boxes) + 2), min(h, max(b[3] for b in boxes) + 2)
+    ux0, uy0, ux1, uy1 = _union(first[1], second[1])
+    x0, y0, x1, y1 = max(0, ux0 - 2), max(0, uy0 - 2), min(w, ux1 + 2), min(h, uy1 + 2)
     step = max(1, -(-max(x1 - x0, y1 - y0) // EDGE_SIDE))
     window = np.s_[y0:y1:step, x0:x1:step]
     lab = cv2.cvtColor(np.ascontiguousarray(rgb[window]), cv2.COLOR_RGB2Lab).astype(np.float32)
@@ -247,3 +246,59 @@ def sharper(
         return float(mag[on].mean()) if on.any() else 0.0
 
     return second if score(second[0]) > score(first[0]) else first
+
+
+def _union(a: Box, b: Box) -> Box:
+    """The smallest box holding boxes ``a`` and ``b``."""
+    return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
+
+
+def agreed(
+    rgb: np.ndarray,
+    before: np.ndarray,
+    first: tuple[np.ndarray, Box | None],
+    second: tuple[np.ndarray, Box | None],
+    add: bool,
+    point: tuple[float, float],
+) -> tuple[np.ndarray, Box | None]:
+    """Of two results of one Add / Remove click on ``before`` (mask, changed box), what
+    both change: an Add raises each pixel to the lower of the two, a Remove lowers it to
+    the higher, so a pixel only one of them moved stays as it was. Where they agree on
+    nothing but the clicked pixel (neither side, cut at 128, moves anywhere else), the
+    click still does something: the one whose outline sits better on the photo's edges
+    (:func:`sharper`)."""
+    if first[1] is None or second[1] is None:
+        return sharper(rgb, before, first, second)
+    both = np.minimum(first[0], second[0]) if add else np.maximum(first[0], second[0])
+    box = _union(first[1], second[1])
+    x0, y0, x1, y1 = box
+    flipped = (before[y0:y1, x0:x1] >= 128) != (both[y0:y1, x0:x1] >= 128)
+    px, py = int(point[0]) - x0, int(point[1]) - y0
+    if 0 <= py < flipped.shape[0] and 0 <= px < flipped.shape[1]:
+        flipped[py, px] = False
+    if not flipped.any():
+        return sharper(rgb, before, first, second)
+    return both, changed_box(before, both, box)
+
+
+def confirms(
+    alpha: np.ndarray,
+    point: tuple[float, float],
+    add: bool,
+    clicks: Sequence[tuple[float, float, bool]],
+    prompt: Prompter,
+) -> bool:
+    """Whether a click asks again for what the click before it left out: that click was
+    of the same sign, the click model proposed the pixel now clicked for it
+    (:func:`proposed`), and the pixel is still on the side the click would change.
+    :func:`agreed` took only what the model and the classical click both changed; a second
+    click there says the model was right, so that click keeps the better edge of the two
+    whole (docs/decisions/0014)."""
+    if not clicks or clicks[-1][2] != add:
+        return False
+    height, width = alpha.shape
+    px = min(width - 1, max(0, int(np.floor(point[0]))))
+    py = min(height - 1, max(0, int(np.floor(point[1]))))
+    if (alpha[py, px] >= 128) == add:
+        return False
+    return proposed((height, width), clicks[-1], clicks[:-1], point, prompt)

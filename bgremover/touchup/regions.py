@@ -384,6 +384,18 @@ def refine_change(rgb: np.ndarray, before: np.ndarray, after: np.ndarray, add: b
     np.copyto(after[y0:y1, x0:x1], bound, where=changed[y0:y1, x0:x1])
 
 
+def changed_box(old: np.ndarray, new: np.ndarray, box: Box | None = None) -> Box | None:
+    """The tight box of pixels that differ, searched within ``box`` (default: all)."""
+    if box is None:
+        box = (0, 0, old.shape[1], old.shape[0])
+    x0, y0, x1, y1 = box
+    diff = old[y0:y1, x0:x1] != new[y0:y1, x0:x1]
+    if not diff.any():
+        return None
+    bx0, by0, bx1, by1 = _bbox(diff)
+    return x0 + bx0, y0 + by0, x0 + bx1, y0 + by1
+
+
 def _bbox(mask: np.ndarray) -> Box:
     """The box of ``mask``'s true pixels (there must be one): from its rows and columns
     that hold one, without listing every pixel (a 12 MP mask has millions)."""

@@ -27,7 +27,7 @@ The tools:
 * ``add`` / ``remove``: one click changes the whole region it belongs to (see
   regions.py); all clicks since the last reset or load are hard constraints. With the
   click model, only what its object and the classical click's region both change
-  (:func:`agreed`), unless the click asks again for what the model proposed for the
+  (``learned.agreed``), unless the click asks again for what the model proposed for the
   click before it (docs/decisions/0014).
 * ``box``: the network runs again on the crop of a rectangle, with a tenth of
   context around it (the subject then fills the model's input, so detail
@@ -66,8 +66,8 @@ from PIL import Image
 
 from ..errors import EditsError
 from ..mask.refine import refine_alpha
-from .learned import Prompter, box_mask, learned_click, proposed, sharper
-from .regions import Box, apply_click
+from .learned import Prompter, agreed, box_mask, confirms, learned_click, sharper
+from .regions import Box, apply_click, changed_box
 
 __all__ = [
     "TOOLS",
@@ -314,19 +314,6 @@ def _clip_box(x0: float, y0: float, x1: float, y1: float, shape: Sequence[int]) 
     if bx0 >= bx1 or by0 >= by1:
         return None
     return bx0, by0, bx1, by1
-
-
-def changed_box(old: np.ndarray, new: np.ndarray, box: Box | None = None) -> Box | None:
-    """The tight box of pixels that differ, searched within ``box`` (default: all)."""
-    if box is None:
-        box = (0, 0, old.shape[1], old.shape[0])
-    x0, y0, x1, y1 = box
-    diff = old[y0:y1, x0:x1] != new[y0:y1, x0:x1]
-    rows = np.flatnonzero(diff.any(axis=1))
-    if rows.size == 0:
-        return None
-    cols = np.flatnonzero(diff.any(axis=0))
-    return x0 + int(cols[0]), y0 + int(rows[0]), x0 + int(cols[-1]) + 1, y0 + int(rows[-1]) + 1
 
 
 # --- brushes --------------------------------------------------------------------
@@ -732,62 +719,6 @@ def _prompt_for(op: Operation, ctx: ToolContext) -> Prompter | None:
     return ctx.prompt
 
 
-def agreed(
-    rgb: np.ndarray,
-    before: np.ndarray,
-    first: tuple[np.ndarray, Box | None],
-    second: tuple[np.ndarray, Box | None],
-    add: bool,
-    point: tuple[float, float],
-) -> tuple[np.ndarray, Box | None]:
-    """Of two results of one Add / Remove click on ``before`` (mask, changed box), what
-    both change: an Add raises each pixel to the lower of the two, a Remove lowers it to
-    the higher, so a pixel only one of them moved stays as it was. Where they agree on
-    nothing but the clicked pixel (neither side, cut at 128, moves anywhere else), the
-    click still does something: the one whose outline sits better on the photo's edges
-    (:func:`sharper`)."""
-    boxes = [b for b in (first[1], second[1]) if b is not None]
-    if len(boxes) < 2:
-        return sharper(rgb, before, first, second)
-    both = np.minimum(first[0], second[0]) if add else np.maximum(first[0], second[0])
-    box = (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
-    x0, y0, x1, y1 = box
-    flipped = (before[y0:y1, x0:x1] >= 128) != (both[y0:y1, x0:x1] >= 128)
-    px, py = int(point[0]) - x0, int(point[1]) - y0
-    if 0 <= py < flipped.shape[0] and 0 <= px < flipped.shape[1]:
-        flipped[py, px] = False
-    if not flipped.any():
-        return sharper(rgb, before, first, second)
-    return both, changed_box(before, both, box)
-
-
-def _confirms(
-    alpha: np.ndarray,
-    point: tuple[float, float],
-    add: bool,
-    clicks: Sequence[tuple[float, float, bool]],
-    prompt: Prompter,
-) -> bool:
-    """Whether a click asks again for what the click before it left out: that click was
-    of the same sign, the click model proposed the pixel now clicked for it, and the pixel
-    is still on the side the click would change. :func:`agreed` took only what the model
-    and the classical click both changed; a second click there says the model was right,
-    so that click keeps the better edge of the two whole (docs/decisions/0014)."""
-    if not clicks or clicks[-1][2] != add:
-        return False
-    height, width = alpha.shape
-    px = min(width - 1, max(0, int(np.floor(point[0]))))
-    py = min(height - 1, max(0, int(np.floor(point[1]))))
-    if (alpha[py, px] >= 128) == add:
-        return False
-    return proposed((height, width), clicks[-1], clicks[:-1], point, prompt)
-
-
 def _clicked(add: bool) -> Apply:
     def click(op: Operation, alpha: np.ndarray, ctx: ToolContext) -> tuple[np.ndarray, Box | None]:
         (x, y) = op.points[0]
@@ -798,7 +729,7 @@ def _clicked(add: bool) -> Apply:
         classic = apply_click(ctx.rgb, alpha, (x, y), add, tuple(ctx.clicks), ctx.base)
         if made is None:
             made = classic
-        elif prompt is not None and _confirms(alpha, (x, y), add, ctx.clicks, prompt):
+        elif prompt is not None and confirms(alpha, (x, y), add, ctx.clicks, prompt):
             made = sharper(ctx.rgb, alpha, made, classic)
         else:
             # What both results change (docs/decisions/0014).
