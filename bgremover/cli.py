@@ -243,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--providers",
         default="auto",
         help="execution providers, best first: auto (default), cpu, cuda, coreml, "
-        "directml, ... comma-separated",
+        "directml, openvino[:DEVICE[:PRECISION]] (openvino:GPU:FP16), ... comma-separated",
     )
     rm.add_argument(
         "--threads", type=int, default=0, help="ONNX Runtime threads (0 = one per physical core)"

@@ -79,7 +79,7 @@ def test_auto_runs_the_fastest_provider_whose_masks_agree(
     fast = Measurement(FAST, "fp32", 90.0, 0.002, 0.999, 0.999)
     wrong = Measurement(WRONG, "fp32", 40.0, 0.4, MIN_IOU - 0.1, MIN_IOU - 0.1)
     offered = [FAST, WRONG, CPU]
-    monkeypatch.setattr(measured, "available_providers", lambda: offered)
+    monkeypatch.setattr(measured, "provider_choices", lambda: offered)
     monkeypatch.setattr(measured, "machine", lambda: {"here": True})
     measured.save(tmp_path, "u2netp", 0, rows(fast, wrong))
     store = ModelStore(tmp_path)

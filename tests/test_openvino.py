@@ -17,7 +17,12 @@ from bgremover import Remover
 from bgremover.mask.metrics import iou
 from bgremover.network import measured
 from bgremover.network.models import ModelStore
-from bgremover.network.session import CPU, available_providers
+from bgremover.network.session import (
+    CPU,
+    available_providers,
+    openvino_devices,
+    provider_choices,
+)
 
 from conftest import SAMPLE, cli
 
@@ -35,6 +40,30 @@ def test_providers_openvino_runs_on_openvino_and_cuts_out_what_the_cpu_does(u2ne
     assert ours.load().active[0] == OPENVINO, ours.load().fallbacks
     cpu = Remover("u2netp", providers="cpu", refine=False)
     assert iou(ours.remove(SAMPLE).mask, cpu.remove(SAMPLE).mask) >= measured.MIN_IOU
+
+
+def test_openvino_runs_on_the_device_and_precision_asked_and_says_a_device_it_lacks(
+    u2netp_path: Path, tmp_path: Path
+) -> None:
+    devices = openvino_devices()
+    assert "CPU" in devices
+    assert OPENVINO in provider_choices()
+    cpu = Remover("u2netp", providers="cpu", refine=False).remove(SAMPLE).mask
+    asked = Remover("u2netp", providers="openvino:cpu:accuracy", refine=False)
+    assert asked.providers == (f"{OPENVINO}:CPU:ACCURACY", CPU)
+    info = asked.load()
+    assert info.active[0] == f"{OPENVINO}:CPU:ACCURACY", info.fallbacks
+    assert iou(asked.remove(SAMPLE).mask, cpu) >= measured.MIN_IOU
+    lacking = next(d for d in ("NPU", "GPU") if d not in devices)
+    info = Remover("u2netp", providers=f"openvino:{lacking}", refine=False).load()
+    assert info.active == (CPU,)
+    assert info.fallbacks == (
+        f"{OPENVINO}:{lacking}: OpenVINO offers no {lacking} device here (it offers "
+        f"{', '.join(devices)}); a GPU or NPU needs Intel's driver for it",
+    )
+    proc = cli("remove", str(SAMPLE), "-o", str(tmp_path), "--providers", "openvino:CPU", "-v")
+    assert proc.returncode == 0, proc.stderr
+    assert f"on {OPENVINO}:CPU, {CPU}" in proc.stderr
 
 
 def test_bench_measures_openvino_and_auto_picks_only_what_agrees(u2netp_path: Path) -> None:

@@ -14,6 +14,7 @@ from bgremover.network.session import (
     available_providers,
     create_session,
     resolve_providers,
+    split_provider,
 )
 
 from conftest import build_tiny_model
@@ -34,6 +35,38 @@ def test_aliases_and_order() -> None:
 def test_unknown_provider_is_usage_error() -> None:
     with pytest.raises(UsageError, match="Unknown execution provider 'cuba'"):
         resolve_providers("cuba")
+
+
+def test_openvino_takes_its_device_and_precision_after_its_name() -> None:
+    from bgremover.gui.settings_panel import provider_label
+
+    ov = "OpenVINOExecutionProvider"
+    assert resolve_providers("openvino:gpu:fp16") == (f"{ov}:GPU:FP16", CPU)
+    assert resolve_providers("openvino:NPU,cpu") == (f"{ov}:NPU", CPU)
+    assert split_provider(f"{ov}:GPU.1:FP16") == (ov, {"device_type": "GPU.1", "precision": "FP16"})
+    assert split_provider(CPU) == (CPU, {})
+    assert provider_label(f"{ov}:GPU:FP16") == "OpenVINO (GPU, FP16)"
+    assert provider_label(ov) == "OpenVINO"
+    for bad, words in (
+        ("cpu:GPU", "takes no options"),
+        ("openvino:GPU:FP64", "one of FP32, FP16, ACCURACY"),
+        ("openvino:CPU:FP16", "CPU device runs FP32 or ACCURACY"),
+        ("openvino:GPU:FP16:x", "at most 2 options"),
+        ("openvino::FP16", "is empty"),
+    ):
+        with pytest.raises(UsageError, match=words):
+            resolve_providers(bad)
+
+
+def test_a_provider_with_options_this_build_lacks_falls_back_naming_them(
+    tiny_model: Path,
+) -> None:
+    if "OpenVINOExecutionProvider" in available_providers():
+        pytest.skip("this onnxruntime offers OpenVINO (tests/test_openvino.py covers it)")
+    session, info = create_session(tiny_model, resolve_providers("openvino:GPU"), threads=1)
+    assert info.active == (CPU,) and session.get_providers() == [CPU]
+    assert info.fallbacks[0].startswith("OpenVINOExecutionProvider:GPU: not offered")
+    assert "pip install onnxruntime-openvino" in info.fallbacks[0]
 
 
 def test_missing_provider_falls_back_with_reason(tiny_model: Path) -> None:

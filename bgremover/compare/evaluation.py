@@ -24,7 +24,7 @@ from ..files.imaging import from_array, read_image
 from ..mask.metrics import iou
 from ..network.measured import MIN_IOU, Measurement, fastest, save
 from ..network.models import PRECISIONS, ModelStore
-from ..network.session import CPU, SessionPool, available_providers, runtime_conflict
+from ..network.session import CPU, SessionPool, provider_choices, runtime_conflict
 from .comparison import MATERIAL_IOU, compare, is_precision_pair, model_seconds, parse_side
 from .report import comparison_sheet
 
@@ -176,7 +176,7 @@ def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
 
     image_path = args.image or CALIBRATION_DIR / "matplotlib_grace_hopper.jpg"
     report = progress.task(args.model)
-    providers = [p for p in available_providers() if p != CPU] + [CPU]
+    providers = [p for p in provider_choices() if p != CPU] + [CPU]
     results: dict[str, Any] = {"model": args.model, "image": str(image_path), "inference": []}
     conflict = runtime_conflict()
     if conflict:

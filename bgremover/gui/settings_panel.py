@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from ..network.measured import fastest, measured_rows
 from ..network.models import PRECISIONS, REGISTRY, ModelStore
-from ..network.session import available_providers
+from ..network.session import provider_choices
 from .export_panel import ExportPanel, select_data
 from .model_choice import (
     ModelBox,
@@ -43,8 +43,11 @@ APPLIES_TO = (
 
 
 def provider_label(name: str) -> str:
-    """An ONNX Runtime provider's name as the pane shows it (CPU, CUDA, OpenVINO)."""
-    return name.replace("ExecutionProvider", "")
+    """An ONNX Runtime provider's name as the pane shows it (CPU, CUDA, OpenVINO), with its
+    options (``OpenVINO (GPU, FP16)``)."""
+    base, *options = name.split(":")
+    label = base.replace("ExecutionProvider", "")
+    return f"{label} ({', '.join(options)})" if options else label
 
 
 def applies_to() -> str:
@@ -97,7 +100,7 @@ class SettingsPanel(QWidget):
         self.guard_box.setChecked(settings.int8_guard)
         self.provider_box = QComboBox()
         self.provider_box.addItem("Auto", "auto")
-        for name in available_providers():
+        for name in provider_choices():
             self.provider_box.addItem(provider_label(name), name)
         select_data(self.provider_box, settings.providers)
         self.threads_box = QSpinBox()

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files.atomic import write_atomically
-from .session import CPU, available_providers, load_runtime, resolve_providers
+from .session import CPU, available_providers, load_runtime, provider_choices, resolve_providers
 
 #: The mask IoU against the CPU provider's, on each bench photo, that a provider must keep
 #: to be chosen by ``auto``: a faster provider that moves the cutout is not a free choice.
@@ -131,7 +131,7 @@ def measured_rows(home: Path, model: str, threads: int) -> list[Measurement]:
 def fastest(rows: Sequence[Measurement], precision: str) -> Measurement | None:
     """The fastest row at ``precision`` that agrees with the CPU provider and that this
     ONNX Runtime still offers; None when none does."""
-    offered = set(available_providers())
+    offered = set(provider_choices())
     usable = [r for r in rows if r.precision == precision and r.agrees and r.provider in offered]
     return min(usable, key=lambda r: r.median_ms, default=None)
 

@@ -205,12 +205,83 @@ def available_providers() -> list[str]:
     return [p for p in ort.get_available_providers() if p not in REMOTE]
 
 
+OPENVINO = "OpenVINOExecutionProvider"
+#: The options a provider takes after its name, in order, as ORT's option keys:
+#: ``openvino:GPU`` runs OpenVINO on its GPU device, ``openvino:GPU:FP16`` at FP16.
+PROVIDER_OPTIONS: dict[str, tuple[str, ...]] = {OPENVINO: ("device_type", "precision")}
+#: OpenVINO's ``precision`` choices (ACCURACY: the model's own precision, no conversion).
+OPENVINO_PRECISIONS = ("FP32", "FP16", "ACCURACY")
+#: OpenVINO device names that choose among devices rather than name one.
+OPENVINO_META_DEVICES = ("AUTO", "HETERO", "MULTI")
+
+
+def split_provider(item: str) -> tuple[str, dict[str, str]]:
+    """A resolved provider ("OpenVINOExecutionProvider:GPU:FP16") as ORT's name and its
+    options ({"device_type": "GPU", "precision": "FP16"}); a plain name has none."""
+    name, *values = item.split(":")
+    return name, dict(zip(PROVIDER_OPTIONS.get(name, ()), values, strict=False))
+
+
+def openvino_devices() -> list[str]:
+    """The devices the installed OpenVINO provider offers ("CPU", "GPU.0", "NPU"); [] where
+    this ONNX Runtime has none."""
+    ort = _onnxruntime()
+
+    find = getattr(ort.capi._pybind_state, "get_available_openvino_device_ids", None)
+    if find is None or OPENVINO not in available_providers():
+        return []
+    try:
+        return [str(d) for d in find()]
+    except Exception as exc:  # a broken OpenVINO install: the session says why it falls back
+        log.debug("OpenVINO devices could not be listed: %s", exc)
+        return []
+
+
+def provider_choices() -> list[str]:
+    """What can be chosen to run on, best first: each local provider, and for OpenVINO each
+    of its devices but its default (the CPU) as ``OpenVINOExecutionProvider:DEVICE``."""
+    choices = []
+    for name in available_providers():
+        choices.append(name)
+        if name == OPENVINO:
+            choices += [f"{OPENVINO}:{d}" for d in openvino_devices() if d != "CPU"]
+    return choices
+
+
+def _with_options(item: str, name: str, values: list[str]) -> str:
+    """``name`` with the options given after it in ``item``, checked and in ORT's spelling."""
+    keys = PROVIDER_OPTIONS.get(name, ())
+    if not keys:
+        raise UsageError(f"{item!r}: {name} takes no options after its name; give it alone.")
+    if not all(values):
+        raise UsageError(f"{item!r}: an option after {name}'s name is empty.")
+    if len(values) > len(keys):
+        raise UsageError(
+            f"{item!r}: {name} takes at most {len(keys)} options after its name "
+            f"({' and '.join(keys)}), e.g. openvino:GPU or openvino:GPU:FP16."
+        )
+    values = [v.upper() for v in values]
+    if len(values) > 1 and values[1] not in OPENVINO_PRECISIONS:
+        raise UsageError(
+            f"{item!r}: OpenVINO's precision is one of {', '.join(OPENVINO_PRECISIONS)}, "
+            f"not {values[1]}."
+        )
+    if values[1:] == ["FP16"] and values[0] == "CPU":  # OpenVINO refuses it at start-up
+        raise UsageError(
+            f"{item!r}: OpenVINO's CPU device runs FP32 or ACCURACY; FP16 is for its GPU "
+            "and NPU devices."
+        )
+    return ":".join([name, *values])
+
+
 def resolve_providers(choice: str | Sequence[str] = "auto") -> tuple[str, ...]:
     """Turn "auto", "cpu", "cuda,cpu" or a list of ORT names into an ordered tuple.
 
     "auto" means every accelerator in :data:`AUTO_ORDER` that the installed ORT
     offers, then CPU. Explicit choices are kept even when not offered, so that
-    the session can report why they fell back. CPU is always appended last.
+    the session can report why they fell back. CPU is always appended last. A provider
+    may carry its options after its name (:data:`PROVIDER_OPTIONS`: ``openvino:GPU:FP16``,
+    kept as ``OpenVINOExecutionProvider:GPU:FP16``; see :func:`split_provider`).
     """
     if isinstance(choice, str):
         items = [c.strip() for c in choice.split(",") if c.strip()] or ["auto"]
@@ -221,10 +292,13 @@ def resolve_providers(choice: str | Sequence[str] = "auto") -> tuple[str, ...]:
         return (*(p for p in AUTO_ORDER if p in offered), CPU)
     names: list[str] = []
     for item in items:
-        name = ALIASES.get(item.lower(), item)
+        base, *values = item.split(":")
+        name = ALIASES.get(base.lower(), base)
         if not name.endswith("ExecutionProvider"):
             known = ", ".join(["auto", *ALIASES])
             raise UsageError(f"Unknown execution provider {item!r}. Use one of: {known}.")
+        if values:
+            name = _with_options(item, name, values)
         if name not in names:
             names.append(name)
     if CPU not in names:
@@ -291,13 +365,23 @@ def create_session(
     offered = set(available_providers())
     fallbacks: list[str] = []
     usable = []
-    for name in requested:
-        if name in offered:
-            usable.append(name)
+    for item in requested:
+        name, settings = split_provider(item)
+        problem = None if name in offered else (
+            f"not offered by this onnxruntime build{_wheel_hint(name)}"
+        )  # fmt: skip
+        if problem is None and name == OPENVINO:
+            problem = _openvino_device_problem(settings.get("device_type"))
+        if problem is None:
+            usable.append(item)
         else:
-            fallbacks.append(f"{name}: not offered by this onnxruntime build{_wheel_hint(name)}")
+            fallbacks.append(f"{item}: {problem}")
     try:
-        session = ort.InferenceSession(str(model_path), options, providers=usable)
+        session = ort.InferenceSession(
+            str(model_path),
+            options,
+            providers=[split_provider(p) if ":" in p else p for p in usable],
+        )
     except Exception as exc:
         accelerators = [p for p in usable if p != CPU]
         if not accelerators:
@@ -309,17 +393,38 @@ def create_session(
         fallbacks.extend(f"{p}: failed to start ({ort_reason(exc)})" for p in accelerators)
         log.warning("Providers %s failed to start; using CPU: %s", accelerators, exc)
         return create_session_cpu(model_path, requested, threads, fallbacks)
-    active = tuple(session.get_providers())
-    for name in usable:
-        if name not in active:
+    # ORT names the providers that run; each is said as it was asked, options included.
+    asked: dict[str, str] = {}
+    for item in usable:
+        asked.setdefault(split_provider(item)[0], item)
+    active = tuple(asked.get(name, name) for name in session.get_providers())
+    for item in usable:
+        name = split_provider(item)[0]
+        if item not in active:
             why = cuda_problem() if name == "CUDAExecutionProvider" else None
             why = why or runtime_conflict()
+            usual = (
+                "OpenVINO refused its device or options"
+                if name == OPENVINO
+                else "usually missing or mismatched CUDA/cuDNN or driver libraries"
+            )
             fallbacks.append(
-                f"{name}: failed to initialise and ONNX Runtime fell back ("
-                + (why or "usually missing or mismatched CUDA/cuDNN or driver libraries")
-                + ")"
+                f"{item}: failed to initialise and ONNX Runtime fell back ({why or usual})"
             )
     return session, _info(session, requested, active, fallbacks)
+
+
+def _openvino_device_problem(device: str | None) -> str | None:
+    """Why OpenVINO cannot run on ``device`` here (one it does not offer), else None."""
+    if device is None or device.split(":")[0].split(".")[0] in OPENVINO_META_DEVICES:
+        return None
+    devices = openvino_devices()
+    if not devices or device in devices or any(d.split(".")[0] == device for d in devices):
+        return None
+    return (
+        f"OpenVINO offers no {device} device here (it offers {', '.join(devices)}); "
+        "a GPU or NPU needs Intel's driver for it"
+    )
 
 
 def _wheel_hint(provider: str) -> str:
