@@ -605,8 +605,9 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
+    from .engine.pipeline import made_int8
     from .network.models import PROMPT_MODELS, REGISTRY, ModelStore, size_text
-    from .network.quantize import cached_int8, fast_int8
+    from .network.quantize import cached_int8
 
     store = ModelStore()
     records = []
@@ -632,8 +633,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         mark = " (default)" if r["default"] else ""
         print(f"  {'':<22} {r['description']}{mark}")
         if r.get("members"):
-            int8 = r["int8_members"] if fast_int8() else []  # where best runs them in int8
-            makes = "".join(f", and makes {m}'s int8 version" for m in int8)
+            makes = "".join(f", and makes {m}'s int8 version" for m in made_int8(r["name"]))
             print(f"  {'':<22} Runs {' and '.join(r['members'])}; `models pull` fetches both"
                   f"{makes}.")  # fmt: skip
     print("Click models (touch-up's Add / Remove clicks):")

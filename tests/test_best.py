@@ -183,10 +183,11 @@ def test_the_registry_entry_and_its_refusals(tiny_registered):
 def test_isnet_runs_int8_in_best_where_int8_is_fast_and_says_so(
     monkeypatch: pytest.MonkeyPatch, tiny_registered, fast: bool
 ):
-    """IS-Net is best's int8 member: int8 (with its guard) at either precision on a
-    processor with int8 dot products; elsewhere, where int8 saves no time, the precision
-    asked. What ran is in the output's record and its words."""
+    """IS-Net is best's int8 member: int8 (with its guard) at either precision on the CPU
+    provider of a processor with int8 dot products; elsewhere, where int8 saves no time,
+    the precision asked. What ran is in the output's record and its words."""
     from bgremover import ComposeOptions, Remover
+    from bgremover.engine.pipeline import made_int8
     from bgremover.network import quantize
     from bgremover.network.models import REGISTRY
 
@@ -202,6 +203,11 @@ def test_isnet_runs_int8_in_best_where_int8_is_fast_and_says_so(
     assert words.startswith(
         f"best: u2netp fp32 + isnet-imgly {isnet}{' (generic)' if fast else ''}, refined, png"
     )
+    assert made_int8("best") == (("isnet-imgly",) if fast else ())
+    # An accelerator runs fp32 IS-Net well: it is not made int8 for one.
+    cuda = Remover("best", providers="cuda")
+    assert [m.precision for m in cuda.members] == ["fp32", "fp32"]
+    assert made_int8("best", "cuda") == () and made_int8("u2netp") == ()
     int8 = Remover("best", precision="int8")
     assert [m.precision for m in int8.members] == ["int8", "int8"]
     # The record tells the two apart, and IS-Net's guard is part of it where it runs int8.

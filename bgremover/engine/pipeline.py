@@ -43,7 +43,13 @@ from ..network.models import (
     file_identity,
     resolve_spec,
 )
-from ..network.session import SessionInfo, SessionPool, create_session, resolve_providers
+from ..network.session import (
+    CPU,
+    SessionInfo,
+    SessionPool,
+    create_session,
+    resolve_providers,
+)
 from ..network.transforms import mask_from_score, preprocess, score_map
 from ..touchup.edit import Edits, Prompter, Segmenter, apply_edits
 from .clicking import shared_click_model
@@ -281,10 +287,11 @@ class Remover:
             )
         )
         # Each model's precision: a combined model's int8 members run int8 at either one,
-        # where int8 is fast (elsewhere it costs a build and saves no time).
+        # on the CPU provider of a processor where int8 is fast (elsewhere it costs a build
+        # and saves no time, and an accelerator runs fp32 well).
         from ..network.quantize import fast_int8  # the build tools' module, imported late
 
-        fast = bool(self.spec.int8_members) and fast_int8()
+        fast = bool(self.spec.int8_members) and self.providers == (CPU,) and fast_int8()
         precisions = [
             "int8" if fast and name in self.spec.int8_members else made.precision
             for name in self.spec.members
@@ -757,6 +764,16 @@ class Masked:
     models: tuple[str, ...]
     #: The seconds a combined model's second model took (0 when it was not asked).
     second_seconds: float = 0.0
+
+
+def made_int8(model: str | ModelSpec, providers: str = "auto") -> tuple[str, ...]:
+    """The models of combined model ``model`` that run in int8 here at fp32 (its int8
+    members, where they run int8), whose int8 version its first use makes; () for others."""
+    spec = resolve_spec(model) if isinstance(model, str) else model
+    if not spec.int8_members:
+        return ()
+    members = Remover(spec, providers=providers).members
+    return tuple(m.spec.name for m in members if m.precision == "int8")
 
 
 #: The version of the combined model's rule (:mod:`~bgremover.mask.combine`): part of its

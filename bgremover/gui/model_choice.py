@@ -16,8 +16,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..engine.pipeline import made_int8
 from ..network.models import REGISTRY, ModelSpec, ModelStore, size_text
-from ..network.quantize import fast_int8
 
 #: A side of a comparison as the user chose it: a model (None: the model of the
 #: settings) and a precision.
@@ -62,8 +62,8 @@ def download_question(spec: ModelSpec, store: ModelStore | None = None) -> tuple
         lines += ["", NON_COMMERCIAL_WARNING]
     lines += ["", "The download starts when the model is first used; the status bar shows "
               "its progress, and its Cancel stops it."]  # fmt: skip
-    if spec.int8_members and fast_int8():  # where they run int8 (and so are made here)
-        made = " and ".join(spec.int8_members)
+    made = " and ".join(made_int8(spec))
+    if made:
         lines += [f"Then, once, its first use makes the int8 version of {made}: a few "
                   "minutes, shown there too."]  # fmt: skip
     return text, "\n".join(lines)

@@ -126,7 +126,7 @@ class ModelSpec:
     #: file of its own (see :func:`combined_entry`).
     members: tuple[str, ...] = ()
     #: For a combined model: the members that run int8 (each with its own guard) whatever
-    #: precision is asked, on a processor where int8 is fast
+    #: precision is asked, on the CPU provider of a processor where int8 is fast
     #: (:func:`~bgremover.network.quantize.fast_int8`); the others, and these elsewhere,
     #: run at the asked precision.
     int8_members: tuple[str, ...] = ()
