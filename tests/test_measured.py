@@ -27,8 +27,8 @@ WRONG = "WrongExecutionProvider"
 
 def rows(*extra: Measurement) -> list[Measurement]:
     return [
-        Measurement(CPU, "fp32", 120.0, 0.0, 1.0, 1.0),
-        Measurement(CPU, "int8", 80.0, 0.0, 1.0, 0.97),
+        Measurement(CPU, "fp32", 120.0, 0.0, 1.0, 1.0, 291.0),
+        Measurement(CPU, "int8", 80.0, 0.0, 1.0, 0.97),  # saved before memory was kept
         *extra,
     ]
 
@@ -92,6 +92,8 @@ def test_auto_runs_the_fastest_provider_whose_masks_agree(
 
 
 def test_the_settings_show_the_measured_figures(qtbot, tmp_path: Path, isolated_settings):
+    from PySide6.QtCore import Qt
+
     from bgremover.gui.settings import Settings
     from bgremover.gui.settings_panel import SettingsPanel
 
@@ -102,8 +104,13 @@ def test_the_settings_show_the_measured_figures(qtbot, tmp_path: Path, isolated_
     texts = [box.itemText(i) for i in range(box.count())]
     assert texts[0] == "Auto: CPU"
     assert "CPU — 120 ms" in texts
+    cpu = texts.index("CPU — 120 ms")
+    assert box.itemData(cpu, Qt.ItemDataRole.ToolTipRole).startswith(
+        "120 ms per inference, 291 MB, measured on this machine"
+    )
     panel.precision_box.setCurrentIndex(panel.precision_box.findData("int8"))
     assert "CPU — 80 ms" in [box.itemText(i) for i in range(box.count())]
+    assert box.itemData(cpu, Qt.ItemDataRole.ToolTipRole).startswith("80 ms per inference, ")
     panel.threads_box.setValue(3)  # measured at automatic threads only
     assert [box.itemText(i) for i in range(box.count())][:2] == ["Auto", "CPU"]
 

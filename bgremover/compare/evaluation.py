@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..engine.batch_report import err as _err
+from ..engine.budget import rss_bytes
 from ..engine.pipeline import EngineConfig, Remover
 from ..engine.plan import plan_batch, resolve_output
 from ..errors import BgRemoverError, UsageError
@@ -24,7 +25,13 @@ from ..files.imaging import from_array, read_image
 from ..mask.metrics import iou
 from ..network.measured import MIN_IOU, Measurement, fastest, save
 from ..network.models import PRECISIONS, ModelStore
-from ..network.session import CPU, SessionPool, provider_choices, runtime_conflict
+from ..network.session import (
+    CPU,
+    SessionPool,
+    load_runtime,
+    provider_choices,
+    runtime_conflict,
+)
 from .comparison import MATERIAL_IOU, compare, is_precision_pair, model_seconds, parse_side
 from .report import comparison_sheet
 
@@ -183,18 +190,24 @@ def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
         print(f"bgremover: warning: {conflict}", file=sys.stderr)
         results["runtime_conflict"] = conflict
     removers = {}
+    rgb = read_image(image_path).rgb
+    load_runtime()  # ONNX Runtime's own libraries are not the first session's memory
+    memory: dict[tuple[str, str], float] = {}
     for provider in providers:
         for precision in ("fp32", "int8"):
             r = Remover(args.model, precision=precision, providers=(provider,),
                         threads=args.threads, progress=report)  # fmt: skip
+            before = rss_bytes()
             info = r.load()
             progress.clear()
             if provider != CPU and provider not in info.active:
                 results["inference"].append({"provider": provider, "precision": precision,
                                              "skipped": "; ".join(info.fallbacks)})  # fmt: skip
                 continue
+            r.infer(r.prepare(from_array(rgb))[0])  # its working memory, allocated once
+            # What the session added to the process (the sessions before it stay loaded).
+            memory[(provider, precision)] = max(0, rss_bytes() - before) / 2**20
             removers[(provider, precision)] = r
-    rgb = read_image(image_path).rgb
     times = infer_times(removers, rgb, args.runs)
     photos = calibration_files()
     parity = _parity(removers, photos)
@@ -202,11 +215,12 @@ def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
     for (provider, precision), runs in times.items():
         spread = _spread(runs)
         max_abs, min_iou, fp32_iou = parity[(provider, precision)]
+        mb = round(memory[(provider, precision)], 1)
         measured.append(Measurement(provider, precision, spread["median_ms"], max_abs, min_iou,
-                                    fp32_iou))  # fmt: skip
+                                    fp32_iou, mb))  # fmt: skip
         results["inference"].append({"provider": provider, "precision": precision, **spread,
                                      "max_abs_vs_cpu": max_abs, "min_iou_vs_cpu": min_iou,
-                                     "min_iou_vs_cpu_fp32": fp32_iou})  # fmt: skip
+                                     "min_iou_vs_cpu_fp32": fp32_iou, "memory_mb": mb})  # fmt: skip
     results["parity_photos"] = len(photos)
     results["auto"] = {p: getattr(fastest(measured, p), "provider", None) for p in PRECISIONS}
     if args.save:
@@ -219,14 +233,15 @@ def cmd_bench(args: argparse.Namespace, progress: Any) -> int:
     print(f"model {args.model}, {args.runs} runs after warm-up, threads {args.threads or 'auto'}; "
           f"parity with the CPU provider on {len(photos)} photos")  # fmt: skip
     print(f"{'provider':<28}{'precision':<10}{'median ms':>10}{'IQR ms':>8}{'min ms':>8}"
-          f"{'max |Δ|':>9}{'IoU':>7}{'IoU fp32':>9}")  # fmt: skip
+          f"{'max |Δ|':>9}{'IoU':>7}{'IoU fp32':>9}{'MB':>7}")  # fmt: skip
     for row in results["inference"]:
         if "skipped" in row:
             print(f"{row['provider']:<28}{row['precision']:<10}  skipped: {row['skipped']}")
             continue
         print(f"{row['provider']:<28}{row['precision']:<10}{row['median_ms']:>10.1f}"
               f"{row['iqr_ms']:>8.1f}{row['min_ms']:>8.1f}{row['max_abs_vs_cpu']:>9.4f}"
-              f"{row['min_iou_vs_cpu']:>7.3f}{row['min_iou_vs_cpu_fp32']:>9.3f}")  # fmt: skip
+              f"{row['min_iou_vs_cpu']:>7.3f}{row['min_iou_vs_cpu_fp32']:>9.3f}"
+              f"{row['memory_mb']:>7.0f}")  # fmt: skip
     for precision, provider in results["auto"].items():
         if provider is not None:
             print(f"auto, {precision}: {provider} (the fastest whose masks have IoU >= "

@@ -1,6 +1,7 @@
 """The pixel budget: how many pixels of images may be worked on at once, shared by the
 batch's stages (:mod:`~bgremover.engine.batch`) and the server's workers
-(:mod:`bgremover.serve`).
+(:mod:`bgremover.serve`); and this process's resident memory, as the server's metrics and
+``bench`` report it.
 
 What must stay true: the pixels held never pass the limit, except that one image is
 always admitted when nothing is held (an image larger than the limit runs alone).
@@ -9,6 +10,8 @@ always admitted when nothing is held (an image larger than the limit runs alone)
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -56,3 +59,38 @@ class PixelBudget:
             yield
         finally:
             self.release(pixels)
+
+
+def rss_bytes() -> int:
+    """This process's resident memory in bytes: now on Linux and Windows, its peak so far
+    elsewhere (macOS and the BSDs report only that)."""
+    if sys.platform == "win32":
+        import ctypes
+        from ctypes import wintypes
+
+        class Counters(ctypes.Structure):  # PROCESS_MEMORY_COUNTERS
+            _fields_ = [
+                ("cb", wintypes.DWORD),
+                ("PageFaultCount", wintypes.DWORD),
+                *((name, ctypes.c_size_t) for name in (
+                    "PeakWorkingSetSize", "WorkingSetSize", "QuotaPeakPagedPoolUsage",
+                    "QuotaPagedPoolUsage", "QuotaPeakNonPagedPoolUsage",
+                    "QuotaNonPagedPoolUsage", "PagefileUsage", "PeakPagefileUsage")),
+            ]  # fmt: skip
+
+        kernel32 = ctypes.WinDLL("kernel32")
+        kernel32.GetCurrentProcess.restype = wintypes.HANDLE
+        counters = Counters(cb=ctypes.sizeof(Counters))
+        if kernel32.K32GetProcessMemoryInfo(
+            kernel32.GetCurrentProcess(), ctypes.byref(counters), counters.cb
+        ):
+            return int(counters.WorkingSetSize)
+        return 0
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak if sys.platform == "darwin" else peak * 1024)

@@ -210,9 +210,10 @@ class SettingsPanel(QWidget):
                 tip = ""
                 if row is not None:
                     text += f" — {row.median_ms:.0f} ms"
+                    memory = "" if row.memory_mb is None else f", {row.memory_mb:.0f} MB"
                     tip = (
-                        f"{row.median_ms:.0f} ms per inference, measured on this machine; "
-                        f"masks IoU {row.min_iou:.3f} against the CPU's."
+                        f"{row.median_ms:.0f} ms per inference{memory}, measured on this "
+                        f"machine; masks IoU {row.min_iou:.3f} against the CPU's."
                     )
                     if not row.agrees:
                         text += " (masks differ)"

@@ -47,6 +47,9 @@ class Measurement:
     min_iou: float
     #: The lowest mask IoU against the CPU provider's fp32 masks (int8's own change included).
     fp32_iou: float
+    #: What its session added to the process's resident memory, loaded and run once (MB);
+    #: None in a measurement saved before it was kept.
+    memory_mb: float | None = None
 
     @property
     def agrees(self) -> bool:

@@ -1,10 +1,11 @@
 """The server's metrics in Prometheus' text format: requests by endpoint and status, a
 latency histogram, queue depth, requests in flight, workers and resident memory."""
 
-import os
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from ..engine.budget import rss_bytes
 
 if TYPE_CHECKING:
     from .pool import Engine
@@ -71,16 +72,3 @@ class Metrics:
             f"process_resident_memory_bytes {rss_bytes()}",
         ]
         return "\n".join(lines) + "\n"
-
-
-def rss_bytes() -> int:
-    """This process's resident memory (Linux: now; elsewhere: the peak)."""
-    try:
-        with open("/proc/self/statm", "rb") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError, AttributeError):
-        import resource
-        import sys
-
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return int(peak if sys.platform == "darwin" else peak * 1024)
