@@ -35,6 +35,7 @@ import cv2
 import numpy as np
 
 from ..errors import UsageError
+from ..files.imaging import MAX_MEGAPIXELS_ENV, default_max_megapixels
 from ..mask.subject import Subject, find_subject, subject_box
 from .options import BLUR, MAX_SIZE, OUTLINE_WIDTH, QUALITY, SIDE, SchemaSwitches, recoloured
 from .options import DEFAULT_QUALITY as DEFAULT_QUALITY
@@ -197,6 +198,10 @@ def _check(o: ComposeOptions) -> None:
                 f"{o.margin} on each side.",
                 "Use a larger canvas or a smaller margin.",
             )
+        # A canvas's size does not depend on the photo: refused here, before any work.
+        cw, ch = o.canvas
+        pixels = cw * ch if o.max_size is None else min(cw * ch, o.max_size**2)
+        check_output_size(pixels, default_max_megapixels(), f"{cw}x{ch}")
     if o.max_size is not None and o.max_size not in MAX_SIZE:
         fail(
             f"A largest size of {o.max_size} px cannot hold an image.",
@@ -263,6 +268,19 @@ def layout(alpha: np.ndarray, options: ComposeOptions, subject: Subject | None =
     if options.crop and subject is None:
         subject = find_subject(alpha)
     found = subject.box if subject is not None and options.crop else None
+    return framed(width, height, found, options)
+
+
+def framed(
+    width: int,
+    height: int,
+    found: tuple[int, int, int, int] | None,
+    options: ComposeOptions,
+    capped: bool = True,
+) -> Layout:
+    """The layout of ``options`` for a ``width`` x ``height`` photo whose content is the
+    box ``found`` (the subject's, with crop; None: the whole photo); without ``capped``,
+    before ``max_size`` scales it down."""
     x0, y0, x1, y1 = found if found is not None else (0, 0, width, height)
     bw, bh = x1 - x0, y1 - y0
     margin = options.margin
@@ -302,12 +320,40 @@ def layout(alpha: np.ndarray, options: ComposeOptions, subject: Subject | None =
         cw, ch = math.ceil(cw - 1e-9), math.ceil(ch - 1e-9)
     else:
         cw, ch, scale, box_x0, box_y0 = width, height, 1.0, 0.0, 0.0
-    if options.max_size is not None and max(cw, ch) > options.max_size:
+    if capped and options.max_size is not None and max(cw, ch) > options.max_size:
         k = options.max_size / max(cw, ch)
         cw, ch = max(1, round(cw * k)), max(1, round(ch * k))
         scale *= k
     cw, ch = int(cw), int(ch)
     return Layout((cw, ch), (box_x0, box_y0, box_x0 + cw / scale, box_y0 + ch / scale), scale)
+
+
+def largest_output(width: int, height: int, options: ComposeOptions) -> int:
+    """The most pixels ``options`` can make of a ``width`` x ``height`` photo, whatever
+    its subject: known before the photo is read. Every size grows with the subject's
+    box (a crop's margin, a ratio's canvas), so the whole photo as the box is the
+    largest, and a size limit caps the long side (a square at most)."""
+    if not options.reshapes:
+        return width * height
+    cw, ch = framed(width, height, None, options, capped=False).size
+    pixels = cw * ch
+    return pixels if options.max_size is None else min(pixels, options.max_size**2)
+
+
+def check_output_size(pixels: int, limit_megapixels: float, size: str = "") -> None:
+    """Refuse, before it is made, an output of more than ``limit_megapixels`` (the
+    limit every image read has): a small photo with a large margin or canvas would
+    otherwise take the machine's memory. ``size`` names it ("60240x60184")."""
+    if pixels <= limit_megapixels * 1e6:
+        return
+    made = f"{size}, " if size else ""
+    raise UsageError(
+        f"The output would be {made}{pixels / 1e6:.4g} megapixels: over the limit of "
+        f"{limit_megapixels:g} megapixels on any image bgremover makes, which keeps its "
+        "memory bounded.",
+        fix="Use a smaller margin, canvas or size (max_size). The limit is the one on "
+        f"images read: --max-megapixels or {MAX_MEGAPIXELS_ENV}.",
+    )
 
 
 @dataclass(frozen=True)
@@ -729,6 +775,8 @@ def compose_strips(
     subject = find_subject(alpha) if options.crop else None
     lay = layout(alpha, options, subject)
     width, height = lay.size
+    if width * height > alpha.size:  # never refuse an output the photo's own size
+        check_output_size(width * height, default_max_megapixels(), f"{width}x{height}")
     placed = _placed_alpha(alpha, lay, options, subject)
     if options.mask_only:
         return Composed(width, height, 1, _rows(rows, height, lambda y, z: placed[y:z]))

@@ -83,6 +83,9 @@ SIDE = Range(1, 30000)
 MAX_SIZE = Range(1)
 #: The strength of a blurred background (1: a portrait lens's look).
 BLUR = Range(0, 20, above=True)
+#: A margin, in pixels or percent: past this no output fits any memory (the outputs'
+#: own limit, in megapixels, is checked on each image before it is made).
+MARGIN = Range(0, 100_000)
 #: An outline's width in output pixels.
 OUTLINE_WIDTH = Range(0, 500, above=True)
 
@@ -200,6 +203,10 @@ def parse_length(text: str) -> Length:
         ) from None
     if not math.isfinite(amount) or amount < 0:
         raise UsageError(f"Not a margin: {text!r}. Use 0 or more.")
+    if amount > MARGIN.high:  # type: ignore[operator]
+        raise UsageError(
+            f"Not a margin: {text!r} is too large.", fix=f"Use at most {MARGIN.high:g}."
+        )
     return Length(amount, percent)
 
 
@@ -252,19 +259,22 @@ def parse_blur(text: str) -> float | None:
 
 def parse_background(value: Any) -> dict[str, Any]:
     """A background: "transparent", a colour, an image file, "blur[:STRENGTH]", or a list
-    of a colour and an image (the colour shows in a fitted image's bars)."""
+    of a colour and an image (the colour shows in a fitted image's bars). A colour
+    already parsed (an RGBA tuple, as the server gives it) is taken as it is: it is
+    never looked for on disk."""
     items = value if isinstance(value, list) else [value]
     found: dict[str, Any] = {"background": None, "background_image": None, "blur": None}
     parsed: Any
     for item in items:
         text = str(item).strip()
-        if text.lower() in ("", "none", "transparent"):
+        if isinstance(item, tuple):
+            key, parsed = "background", _rgba(item)
+        elif text.lower() in ("", "none", "transparent"):
             continue
-        strength = parse_blur(text)
-        if strength is not None:
+        elif (strength := parse_blur(text)) is not None:
             key, parsed = "blur", strength
         elif _looks_like_file(text):
-            if not Path(text).is_file():
+            if not _is_file(text):
                 raise UsageError(
                     f"The background image {text} does not exist.",
                     fix="Give the path of an image file, a colour, or blur.",
@@ -285,10 +295,24 @@ def parse_background(value: Any) -> dict[str, Any]:
     return found
 
 
+def _rgba(value: tuple) -> RGBA:
+    """A colour given as an RGBA tuple of 0-255 integers."""
+    if len(value) != 4 or not all(isinstance(v, int) and 0 <= v <= 255 for v in value):
+        raise UsageError(f"Not a colour: {value!r}.", fix="Give four whole numbers 0-255.")
+    return (value[0], value[1], value[2], value[3])
+
+
 def _looks_like_file(text: str) -> bool:
     from ..files.imaging import is_image_name
 
-    return Path(text).is_file() or is_image_name(Path(text)) or os.sep in text or "/" in text
+    return os.sep in text or "/" in text or is_image_name(Path(text)) or _is_file(text)
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long for the system to look up
+        return False
 
 
 def parse_shadow(value: Any) -> Shadow | None:

@@ -58,8 +58,10 @@ limit (with ``Retry-After``). A body declared over the limit is refused before i
 read (no ``100 Continue``); of a refused request's body at most DISCARD_SECONDS are
 read, so a client that trickles is answered all the same.
 
-Work is bounded: a request is admitted (or refused with 429) before its body is read,
-at most ``workers + queue`` at once; the body is read in chunks up to the size limit;
+Work is bounded: a request's headers have a time limit; its body is read first, in
+chunks up to the size limit, under a minimum rate and a deadline, holding no processing
+slot; then it is admitted (or refused with 429), at most ``workers + queue`` at once;
+every image the options would make is held to the megapixel limit before work starts;
 ``workers`` threads run the engine (decode, model input, finish, compose, encode),
 with one inference at a time on the shared session (which uses every core), as
 the batch pipeline does, and the pixels being decoded or finished are held under
@@ -71,7 +73,7 @@ stops it listening at once).
 The package, one module per job: :mod:`.config` (settings, limits, the key rule),
 :mod:`.api_error` (remove.bg's errors), :mod:`.params` (remove.bg's parameters as
 export options), :mod:`.multipart` (the body's forms), :mod:`.pool` (the engine's
-threads), :mod:`.prometheus` (``/metrics``), :mod:`.app` (the endpoints) and
+threads), :mod:`.prometheus` (``/metrics``), :mod:`.app` (the endpoints), :mod:`.protocol` (HTTP with a header time limit) and
 :mod:`.command` (``bgremover serve``). Nothing here imports FastAPI or uvicorn until the
 server starts, so the names below import without the ``serve`` extra; only
 :mod:`.config` is imported with the package (the command line reads its defaults while

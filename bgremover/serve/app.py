@@ -25,6 +25,12 @@ class State:
         self.settings = settings
         self.metrics = Metrics()
         self.draining = False
+        self.uploads = Uploads(UPLOAD_BODIES * settings.max_body)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request is being received or processed (the drain waits for both)."""
+        return self.engine.busy or self.uploads.count > 0
 
 
 #: What is read and dropped of a refused request's body before answering, so that a
@@ -34,6 +40,24 @@ class State:
 DISCARD_LIMIT = 256 * 1024 * 1024  # a client sending fast is read to its end
 DISCARD_SECONDS = 2.0
 REMOVEBG = "/v1.0/removebg"
+#: A body is read before the request takes a processing slot, so a slow upload holds
+#: none. It must keep up at least MIN_UPLOAD_RATE bytes a second on average once
+#: UPLOAD_GRACE seconds have passed, and end within the upload deadline (half the
+#: processing time limit); else it is answered 408 and its connection closed.
+MIN_UPLOAD_RATE = 16 * 1024
+UPLOAD_GRACE = 5.0
+#: The bodies being received at once may hold at most this many times the body limit
+#: in memory between them; past it an upload is answered 429 (the server is busy).
+UPLOAD_BODIES = 8
+
+
+class Uploads:
+    """The bodies being received: how many, and the bytes they hold (event loop only)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        self.count = 0
 
 
 class Body:
@@ -44,23 +68,69 @@ class Body:
         self.started = False
         self.complete = False
 
-    async def chunks(self) -> Any:
-        self.started = True
-        async for chunk in self.request.stream():
-            yield chunk
-        self.complete = True
+    async def chunk(self, timeout: float | None = None) -> bytes:
+        """The next part of the body (b"" at its end), waiting at most ``timeout``
+        seconds (asyncio.TimeoutError). A client gone is ClientDisconnect."""
+        from starlette.requests import ClientDisconnect
 
-    async def read(self, limit: int) -> bytes:
-        """The body, read in chunks; 413 as soon as it passes ``limit`` bytes."""
+        if self.complete:
+            return b""
+        message = await asyncio.wait_for(self.request.receive(), timeout)
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        self.started = True
+        if not message.get("more_body", False):
+            self.complete = True
+        return bytes(message.get("body", b""))
+
+    async def read(self, limit: int, seconds: float, uploads: Uploads) -> bytes:
+        """The body, under the size limit (413 as soon as it passes ``limit`` bytes),
+        the rate rule and the deadline (408: see MIN_UPLOAD_RATE), with the bytes
+        counted in ``uploads`` while it is read (429 past their limit)."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
         parts: list[bytes] = []
         size = 0
-        async for chunk in self.chunks():
-            size += len(chunk)
-            if size > limit:
-                parts.clear()
-                raise too_large(limit)
-            parts.append(chunk)
-        return b"".join(parts)
+        uploads.count += 1
+        try:
+            while not self.complete:
+                # The time by which more must have come: the rate rule's, or the deadline.
+                due = start + min(seconds, max(UPLOAD_GRACE, size / MIN_UPLOAD_RATE))
+                try:
+                    chunk = await self.chunk(max(0.0, due - loop.time()))
+                except asyncio.TimeoutError:
+                    raise self.too_slow(seconds, loop.time() - start >= seconds) from None
+                size += len(chunk)
+                if size > limit:
+                    raise too_large(limit)
+                if uploads.held + len(chunk) > uploads.limit:
+                    raise ApiError(
+                        429,
+                        "The server is busy receiving other uploads.",
+                        "rate_limit_exceeded",
+                        "Retry after the number of seconds in Retry-After.",
+                        {"Retry-After": "1"},
+                    )
+                uploads.held += len(chunk)
+                parts.append(chunk)
+            return b"".join(parts)
+        finally:
+            uploads.count -= 1
+            uploads.held -= sum(map(len, parts))
+
+    @staticmethod
+    def too_slow(seconds: float, deadline: bool) -> ApiError:
+        why = (
+            f"took longer than this server's limit of {seconds:g} seconds"
+            if deadline
+            else f"came slower than {MIN_UPLOAD_RATE // 1024} KB a second"
+        )
+        return ApiError(
+            408,
+            f"The upload {why}.",
+            "request_timeout",
+            "Send the file over a faster connection, or a smaller file.",
+        )
 
     async def discard(self) -> None:
         """Read what the client is still sending, within DISCARD_LIMIT and DISCARD_SECONDS.
@@ -76,10 +146,8 @@ class Body:
 
         async def drain() -> None:
             seen = 0
-            async for chunk in self.chunks():
-                seen += len(chunk)
-                if seen > DISCARD_LIMIT:
-                    return
+            while not self.complete and seen <= DISCARD_LIMIT:
+                seen += len(await self.chunk())
 
         with contextlib.suppress(asyncio.TimeoutError, ClientDisconnect):
             await asyncio.wait_for(drain(), DISCARD_SECONDS)
@@ -125,6 +193,15 @@ def create_app(state: State):
         if not hmac.compare_digest(given.encode(), settings.api_key.encode()):
             raise ApiError(401, "Invalid API key.", "auth_failed", "Check the X-Api-Key header.")
 
+    def busy() -> ApiError:
+        return ApiError(
+            429,
+            f"The server is busy: {engine.capacity} requests are being processed or waiting.",
+            "rate_limit_exceeded",
+            "Retry after the number of seconds in Retry-After.",
+            {"Retry-After": "1"},
+        )
+
     def rate_headers() -> dict[str, str]:
         """remove.bg's rate-limit headers, for this server's limit: requests at once."""
         return {
@@ -150,6 +227,8 @@ def create_app(state: State):
             "X-Models": ",".join(output.models),
             **rate_headers(),
         }
+        if output.kind != "auto":  # remove.bg's types all run as auto here: say so
+            headers["X-Type-Applied"] = "auto"
         if not wants_json:
             return Response(output.body, media_type=output.media_type, headers=headers)
         data = {
@@ -181,30 +260,17 @@ def create_app(state: State):
                         "Retry in a moment (against another instance or after restart).",
                         {"Retry-After": "5"},
                     )
-                if not engine.admit():
-                    raise ApiError(
-                        429,
-                        f"The server is busy: {engine.capacity} requests are being processed "
-                        "or waiting.",
-                        "rate_limit_exceeded",
-                        "Retry after the number of seconds in Retry-After.",
-                        {"Retry-After": "1"},
-                    )
-                admitted = True
-                deadline = start + settings.timeout
                 declared = request.headers.get("content-length", "")
                 if declared.isdigit() and int(declared) > settings.max_body:
                     raise too_large(settings.max_body)  # before reading (or a 100 Continue)
-                try:
-                    data = await asyncio.wait_for(body.read(settings.max_body), settings.timeout)
-                except asyncio.TimeoutError:
-                    raise ApiError(
-                        408,
-                        f"The upload took longer than this server's limit of "
-                        f"{settings.timeout:g} seconds.",
-                        "request_timeout",
-                        "Send the file over a faster connection, or a smaller file.",
-                    ) from None
+                if engine.free == 0:  # refused before its body is read, as it would be after
+                    raise busy()
+                # The body first: a slow upload holds no processing slot.
+                data = await body.read(settings.max_body, settings.timeout / 2, state.uploads)
+                if not engine.admit():
+                    raise busy()
+                admitted = True
+                deadline = time.perf_counter() + settings.timeout
                 form = request.headers.get("content-type", "") if endpoint == REMOVEBG else None
                 future = engine.submit(
                     Request(data, params, default_format), form, settings.max_body

@@ -13,6 +13,7 @@ from ..errors import UsageError
 from .app import State, create_app
 from .config import Settings, api_key_for, memory_megapixels, url_of
 from .pool import Engine
+from .protocol import header_timeout_protocol
 
 
 def cmd_serve(args: Any) -> int:
@@ -74,8 +75,8 @@ def cmd_serve(args: Any) -> int:
             ).start()
 
         def drain(self, sig: int, frame: Any) -> None:
-            deadline = time.monotonic() + settings.timeout + 5
-            while engine.busy and time.monotonic() < deadline:
+            deadline = time.monotonic() + settings.timeout * 1.5 + 5  # upload, then work
+            while state.busy and time.monotonic() < deadline:
                 time.sleep(0.05)
             super().handle_exit(sig, frame)
 
@@ -98,7 +99,8 @@ def cmd_serve(args: Any) -> int:
         port=args.port,
         log_level="warning",
         access_log=False,
-        timeout_graceful_shutdown=int(settings.timeout) + 5,
+        timeout_graceful_shutdown=int(settings.timeout * 1.5) + 5,
+        http=header_timeout_protocol(),
         lifespan="off",
     )
     server = Server(uv_config)

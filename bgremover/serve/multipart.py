@@ -67,6 +67,13 @@ def json_fields(body: bytes) -> dict[str, str]:
         raise ApiError(
             400, "The request body is not valid JSON.", "invalid_form", str(exc)
         ) from None
+    except RecursionError:  # '[' * 100000: the parser gives up on its own stack
+        raise ApiError(
+            400,
+            "The JSON body is nested too deeply.",
+            "invalid_form",
+            "Send one JSON object whose fields are strings, numbers or booleans.",
+        ) from None
     if not isinstance(document, dict):
         raise ApiError(400, "The JSON body is not an object.", "invalid_form")
     fields: dict[str, str] = {}

@@ -47,8 +47,6 @@ PARAMETERS = (
 #: (remove.bg's defaults, which real clients always send), each with what any other value
 #: asks for that bgremover cannot do.
 NO_OP_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
-    # bgremover finds the foreground itself and reports every subject as "other".
-    "type": (("auto",), "bgremover has no foreground types: it finds the subject itself"),
     # The level of the type classification only names what X-Type reports.
     "type_level": (("none", "1", "2", "latest"), "type_level is none, 1, 2 or latest"),
     "scale": (("original", "100%"), "the subject is never rescaled inside its image"),
@@ -58,6 +56,13 @@ NO_OP_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
     "semitransparency": (("true", "false", "1", "0"), "semitransparency is true or false"),
     "shadow_method": (("legacy",), "bgremover draws its own soft drop shadow (legacy)"),
 }
+#: remove.bg's foreground types. The server runs its one model on every photo, so each
+#: is accepted and runs as ``auto``; an answer to another type says so in a header
+#: (X-Type-Applied), and X-Type reports every subject as "other".
+TYPES = (
+    "auto", "person", "product", "animal", "car", "car_interior", "car_part",
+    "transportation", "graphics", "other",
+)  # fmt: skip
 #: remove.bg parameters bgremover does not implement at all: refused by name, with a reason.
 UNSUPPORTED = {
     "image_url": "this server does not fetch URLs (URL fetching is off); send the image "
@@ -67,8 +72,28 @@ UNSUPPORTED = {
 }
 
 
-CONTENT_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
+CONTENT_TYPES = {
+    "png": "image/png",
+    "jpeg": "image/jpeg",
+    "webp": "image/webp",
+    # remove.bg's ZIP: color.jpg (the output's colour) and alpha.png (its alpha), which
+    # its documents recommend for large images.
+    "zip": "application/zip",
+}
 _HEX = re.compile(r"^(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$")
+#: What an HTTP colour may be made of: hex digits, a name, CSS's rgb()/hsl() forms or
+#: "r,g,b[,a]". No path separator, dot-dot or tilde can pass, and nothing of it is ever
+#: looked up on disk (it is read by the colour parser alone, never the CLI's background
+#: parser, which also takes image files).
+_COLOUR = re.compile(r"^[#A-Za-z0-9(),.%\s]{1,64}$")
+#: remove.bg's largest crop_margin: 500 px, or 50 % of the subject's box.
+MAX_CROP_MARGIN_PX = 500
+MAX_CROP_MARGIN_PERCENT = 50
+
+
+def shown(value: str, limit: int = 40) -> str:
+    """A client's value as an answer quotes it: at most ``limit`` characters."""
+    return repr(value if len(value) <= limit else value[:limit] + "…")
 
 
 def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[dict, str, bool]:
@@ -98,13 +123,20 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
                 "unsupported_parameter",
                 f"Leave {name} out, or send {name}={accepted[0]} (remove.bg's default).",
             )
+    kind = params.get("type", "auto").strip().lower() or "auto"
+    if kind not in TYPES:
+        raise ApiError(
+            400,
+            f"Unknown type {shown(params['type'])}.",
+            "invalid_parameter",
+            f"Use one of remove.bg's: {', '.join(TYPES)}.",
+        )
     values: dict[str, Any] = {}
     channels = params.get("channels", "rgba").strip().lower()
     if channels not in ("rgba", "alpha"):
         raise ApiError(400, f"channels is rgba or alpha, not {channels!r}.", "invalid_channels")
     if "bg_color" in params and params["bg_color"].strip():
-        color = params["bg_color"].strip().removeprefix("#")
-        values["background"] = f"#{color}" if _HEX.match(color) else color
+        values["background"] = http_colour(params["bg_color"])
     if "crop" in params:
         values["crop"] = params["crop"]
     if "crop_margin" in params and params["crop_margin"].strip():
@@ -129,7 +161,14 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
             side -= 1  # the short side is rounded: stay within the pixel count
         values["max_size"] = side
     fmt = params.get("format", "auto").strip().lower()
-    if fmt != "auto":
+    if fmt == "zip" and channels == "alpha":
+        raise ApiError(
+            400,
+            "format=zip holds the colour and the alpha of a cutout, not a mask alone.",
+            "invalid_format",
+            "Send channels=rgba with format=zip, or format=png with channels=alpha.",
+        )
+    if fmt not in ("auto", "zip"):
         from ..export.presets import parse_format
 
         try:
@@ -141,10 +180,33 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
                 400,
                 f"Unknown format {params['format']!r}.",
                 "invalid_format",
-                "Use auto, png, jpg or webp (zip is not supported).",
+                "Use auto, png, jpg, webp or zip.",
             )
         values["format"] = fmt
     return values, fmt, channels == "alpha"
+
+
+def http_colour(text: str) -> tuple[int, int, int, int]:
+    """remove.bg's ``bg_color`` as a colour, by HTTP's rules: hex with or without ``#``
+    (``81d4fa``, ``fff``, ``81d4fa80``), a colour name (``green``), ``rgb(...)`` or
+    ``r,g,b[,a]``. Never a file: the value is parsed as a colour and nothing else."""
+    from ..export.options import parse_color
+
+    value = text.strip()
+    bare = value.removeprefix("#")
+    if _HEX.match(bare):
+        value = f"#{bare}"
+    try:
+        if not _COLOUR.match(value):
+            raise UsageError("not made of a colour's characters")
+        return parse_color(value)
+    except UsageError:
+        raise ApiError(
+            400,
+            f"bg_color={shown(text)} is not a colour.",
+            "invalid_parameter",
+            "Send a hex colour (81d4fa, fff, 81d4fa80) or a colour name (green).",
+        ) from None
 
 
 def _on(params: Mapping[str, str], name: str) -> bool:
@@ -176,6 +238,17 @@ def crop_margin(text: str) -> str:
         spelled = {parse_length(part) for part in parts}
     except UsageError as exc:
         raise ApiError(400, exc.message, "invalid_parameter", exc.fix) from None
+    if any(
+        length.value > (MAX_CROP_MARGIN_PERCENT if length.percent else MAX_CROP_MARGIN_PX)
+        for length in spelled
+    ):
+        raise ApiError(
+            400,
+            f"crop_margin={shown(text)} is over remove.bg's limit of "
+            f"{MAX_CROP_MARGIN_PX} px or {MAX_CROP_MARGIN_PERCENT}%.",
+            "invalid_parameter",
+            f"Send a margin of at most {MAX_CROP_MARGIN_PX}px or {MAX_CROP_MARGIN_PERCENT}%.",
+        )
     if len(spelled) > 1:
         raise ApiError(
             400,
@@ -235,9 +308,9 @@ def _shadow_values(params: Mapping[str, str]) -> dict[str, Any]:
         share = int(opacity) / 100
         if not 0 <= share <= 1:
             raise ValueError
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: 400 digits are no float
         raise ApiError(
-            400, f"shadow_opacity is 0 to 100, not {opacity!r}.", "invalid_parameter"
+            400, f"shadow_opacity is 0 to 100, not {shown(opacity)}.", "invalid_parameter"
         ) from None
     return {"shadow": f"opacity={share:g}"}
 
@@ -251,6 +324,8 @@ def options_for(params: Mapping[str, str], width: int, height: int, default_form
     values, fmt, mask = export_values(params, width, height)
     try:
         options, chosen = options_from(values, ComposeOptions(mask_only=mask))
+        if fmt == "zip":
+            return options, fmt  # colour and alpha apart: any output fits
         if fmt == "auto":
             chosen = default_format if default_format != "auto" else None
             if chosen is None:

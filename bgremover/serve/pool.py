@@ -66,6 +66,31 @@ class Output:
     doubts: tuple[str, ...] = ()
     #: The models that made the mask (a combined model's that it ran).
     models: tuple[str, ...] = ()
+    #: remove.bg's foreground type the request asked for (it runs as "auto").
+    kind: str = "auto"
+
+
+def zipped(pixels: np.ndarray, options: Any, metadata: Any) -> bytes:
+    """remove.bg's ZIP of an output: ``color.jpg``, its colour (JPEG at the options'
+    quality, with the photo's profile), and ``alpha.png``, its alpha (255 where it is
+    opaque). Both are compressed already, so the ZIP stores them as they are."""
+    import zipfile
+
+    from ..export.output import FORMATS
+
+    rgb = np.ascontiguousarray(pixels[..., :3])
+    if pixels.shape[2] == 4:
+        alpha = np.ascontiguousarray(pixels[..., 3])
+    else:
+        alpha = np.full(pixels.shape[:2], 255, np.uint8)
+    colour, mask = io.BytesIO(), io.BytesIO()
+    FORMATS["jpeg"].encode(colour, rgb, FORMATS["jpeg"], None, options, metadata)
+    FORMATS["png"].encode(mask, alpha, FORMATS["png"])
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("color.jpg", colour.getvalue())
+        archive.writestr("alpha.png", mask.getvalue())
+    return out.getvalue()
 
 
 class Engine:
@@ -142,7 +167,8 @@ class Engine:
         width, height = self.dimensions(data)
         options, fmt = options_for(params, width, height, request.default_format)
         roi = roi_box(params["roi"], width, height) if params.get("roi", "").strip() else None
-        with self.budget.hold(width * height):
+        made = self.output_pixels(width, height, options)
+        with self.budget.hold(max(width * height, made)):
             loaded = self.read(data)
             batch, prep = self.remover.prepare(loaded)
             with self.infer_lock:
@@ -162,12 +188,17 @@ class Engine:
             metadata = result.image.metadata
             precision, doubts, models = result.precision, result.doubts, result.models
             del result, loaded, raw
-            out = io.BytesIO()
-            FORMATS[fmt].encode(out, pixels, FORMATS[fmt], None, options, metadata)
+            if fmt == "zip":
+                body = zipped(pixels, options, metadata)
+            else:
+                out = io.BytesIO()
+                FORMATS[fmt].encode(out, pixels, FORMATS[fmt], None, options, metadata)
+                body = out.getvalue()
             height_out, width_out = pixels.shape[:2]
+        kind = params.get("type", "auto").strip().lower() or "auto"
         return Output(
-            out.getvalue(), CONTENT_TYPES[fmt], width_out, height_out, foreground, precision,
-            doubts, models,
+            body, CONTENT_TYPES[fmt], width_out, height_out, foreground, precision, doubts,
+            models, kind,
         )  # fmt: skip
 
     def dimensions(self, data: bytes) -> tuple[int, int]:
@@ -192,6 +223,26 @@ class Engine:
                 f"--max-megapixels or {MAX_MEGAPIXELS_ENV}.",
             )
         return width, height
+
+    def output_pixels(self, width: int, height: int, options: Any) -> int:
+        """The most pixels the output of ``options`` can have for this photo, refused
+        with 400 before any work when over the megapixel limit (the limit on inputs
+        holds for every image the server makes: a small photo with a large margin
+        would otherwise take the machine's memory)."""
+        from ..errors import UsageError
+        from ..export.compose import check_output_size, largest_output
+
+        pixels = largest_output(width, height, options)
+        try:
+            check_output_size(pixels, self.max_megapixels)
+        except UsageError as exc:
+            raise ApiError(
+                400,
+                exc.message,
+                "output_too_large",
+                "Send a smaller crop_margin or size, or a smaller image.",
+            ) from None
+        return pixels
 
     def read(self, data: bytes):
         """Decode as the command line does (the same reader, through a file)."""
