@@ -73,9 +73,10 @@ stops it listening at once).
 The package, one module per job: :mod:`.config` (settings, limits, the key rule),
 :mod:`.api_error` (remove.bg's errors), :mod:`.params` (remove.bg's parameters as
 export options), :mod:`.multipart` (the body's forms), :mod:`.pool` (the engine's
-threads), :mod:`.prometheus` (``/metrics``), :mod:`.app` (the endpoints), :mod:`.protocol` (HTTP with a header time limit) and
-:mod:`.command` (``bgremover serve``). Nothing here imports FastAPI or uvicorn until the
-server starts, so the names below import without the ``serve`` extra; only
+threads), :mod:`.prometheus` (``/metrics``), :mod:`.app` (the endpoints),
+:mod:`.protocol` (HTTP with a time limit on headers) and :mod:`.command` (``bgremover
+serve``). Nothing here imports FastAPI or uvicorn until the server starts, so the
+names below import without the ``serve`` extra; only
 :mod:`.config` is imported with the package (the command line reads its defaults while
 building its parser), the other modules when one of their names is first used.
 """
