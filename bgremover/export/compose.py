@@ -198,10 +198,10 @@ def _check(o: ComposeOptions) -> None:
                 f"{o.margin} on each side.",
                 "Use a larger canvas or a smaller margin.",
             )
-        # A canvas's size does not depend on the photo: refused here, before any work.
-        cw, ch = o.canvas
-        pixels = cw * ch if o.max_size is None else min(cw * ch, o.max_size**2)
-        check_output_size(pixels, default_max_megapixels(), f"{cw}x{ch}")
+        # A canvas's size does not depend on the photo's (any will do): refused here,
+        # before any work.
+        size = "{}x{}".format(*o.canvas)
+        check_output_size(largest_output(1, 1, o), default_max_megapixels(), size)
     if o.max_size is not None and o.max_size not in MAX_SIZE:
         fail(
             f"A largest size of {o.max_size} px cannot hold an image.",
