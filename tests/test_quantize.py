@@ -92,8 +92,14 @@ def test_reduced_range_follows_the_cpus_vnni(monkeypatch: pytest.MonkeyPatch) ->
 
     assert isinstance(quantize._cpu_features(), dict)  # NumPy's own table, on this machine
     monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    # The kernel's flags are read too (AVX-VNNI, which NumPy does not list): a host without it
+    monkeypatch.setattr(quantize, "cpu_info", lambda: {"flags": "sse4_2 avx2 fma"})
     monkeypatch.setattr(quantize, "_cpu_features", lambda: {"AVX2": True, "AVX512VNNI": False})
     assert quantize.reduced_range()
+    # and one with it (an AVX-VNNI CPU such as Alder Lake, without AVX-512)
+    monkeypatch.setattr(quantize, "cpu_info", lambda: {"flags": "avx2 avx_vnni fma"})
+    assert not quantize.reduced_range()
+    monkeypatch.setattr(quantize, "cpu_info", lambda: {"flags": "sse4_2 avx2 fma"})
     monkeypatch.setattr(quantize, "_cpu_features", lambda: {"AVX2": True, "AVX512VNNI": True})
     assert not quantize.reduced_range()
     monkeypatch.setattr(quantize, "_cpu_features", lambda: None)
