@@ -120,6 +120,33 @@ def test_an_output_over_the_pixel_limit_is_refused_before_any_work(server):
     assert width * height <= LIMIT_MP * 1e6
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+def test_an_enlarged_output_costs_at_most_the_stated_bytes_per_pixel(u2netp_path):
+    """The pixel budget holds the larger of the photo and its output, at BYTES_PER_PIXEL:
+    check that holds where the output is four times the photo (a 50 % crop margin on a
+    photo whose subject fills it), as at the limit (README: 53 MP made 208 MP)."""
+    from test_serve import peak_rss
+
+    from bgremover.serve import BYTES_PER_PIXEL
+
+    photo = Image.open(CHELSEA).convert("RGB").resize((4000, 2660))
+    data = io.BytesIO()
+    photo.save(data, "PNG", compress_level=1)
+    with running("--workers", "1") as s, s.client() as c:
+        assert c.post("/api/remove", content=CHELSEA.read_bytes()).status_code == 200
+        idle = peak_rss(s.proc.pid)
+        response = c.post(
+            "/v1.0/removebg",
+            files={"image_file": ("big.png", data.getvalue())},
+            data={"crop": "true", "crop_margin": "50%", "size": "full", "format": "png"},
+        )
+        assert response.status_code == 200, response.text
+        used = peak_rss(s.proc.pid) - idle
+    width, height = Image.open(io.BytesIO(response.content)).size
+    assert width * height > 3 * photo.width * photo.height
+    assert used / (width * height) <= BYTES_PER_PIXEL, used / (width * height)
+
+
 def test_the_command_lines_options_are_held_to_the_same_limit(monkeypatch):
     """The same check protects the command line and the app: a canvas is refused when
     its options are read (a preset's too), a margin before its image is made."""
