@@ -286,3 +286,29 @@ def test_ci_runs_the_wheel_smoke_after_the_checks() -> None:
     text = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert text.index("mypy") < text.index("packaging/wheel_smoke.py")
     assert "BGREMOVER_REQUIRE_CI_TOOLS=1" in text
+
+
+def test_ci_prints_its_own_cost_whether_it_passes_or_fails(tmp_path: Path) -> None:
+    """Each step of .ci/run goes through .ci/cost.py; its report is one line with each
+    step's wall time, CPU time and peak memory, a failed step marked."""
+    import subprocess
+    import sys
+
+    text = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "trap 'python3 .ci/cost.py report" in text  # on success and on failure
+    for step in ("install", "tests", "lint", "contracts", "types", "wheel-smoke", "openvino"):
+        assert re.search(rf"^(cost|check) {step} ", text, re.M), step
+    env = {**os.environ, "CI_COST_FILE": str(tmp_path / "cost.jsonl")}
+    cost = [sys.executable, str(ROOT / ".ci" / "cost.py")]
+    grow = "b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096])"
+    big_step = [*cost, "run", "big", sys.executable, "-c", grow]
+    assert subprocess.run(big_step, env=env).returncode == 0
+    failed = [*cost, "run", "bad", sys.executable, "-c", "raise SystemExit(3)"]
+    assert subprocess.run(failed, env=env).returncode == 3
+    line = subprocess.run(
+        [*cost, "report"], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert line.startswith("CI cost: ") and "\n" not in line, line
+    big = re.search(r"big (\d+:\d\d) wall, (\d+:\d\d) CPU, peak (\d+\.\d\d) GB", line)
+    assert big and float(big[3]) >= 0.29, line
+    assert re.search(r"bad \d+:\d\d wall, .* FAILED\(3\)", line), line
