@@ -18,9 +18,13 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
+
+if TYPE_CHECKING:
+    from bgremover.network.models import ModelSpec
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -29,9 +33,76 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # own, which subprocesses (CLI and app runs) inherit through the environment.
 _HOME = Path(tempfile.mkdtemp(prefix="bgremover-test-home-"))
 os.environ["BGREMOVER_HOME"] = str(_HOME)
+#: Where what the tests obtain or make at a cost (models and their int8 versions, the real
+#: API clients) is kept between runs and clones, never in the user's own cache:
+#: $BGREMOVER_TEST_CACHE, else the platform's cache folder's ``bgremover-tests``.
+TEST_CACHE_ENV = "BGREMOVER_TEST_CACHE"
+
+
+def kept_cache() -> Path:
+    env = os.environ.get(TEST_CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("bgremover-tests", appauthor=False))
+
+
+def _keepable(models: Path) -> dict[str, ModelSpec | None]:
+    """The model files in ``models`` worth keeping between runs, by name: the registry's
+    downloads (verified by their pinned hash when kept) and the int8 models made from
+    them, under the name the store gives them today (fp32 hash, recipe and its version,
+    ONNX Runtime's version, weight range), so a file made under another key is never
+    used. The session's home starts with them, as it would after a first run."""
+    from bgremover.network.models import PROMPT_MODELS, REGISTRY, ModelStore
+    from bgremover.network.quantize import RECIPES, int8_path
+
+    store = ModelStore(models.parent)
+    specs = [s for s in REGISTRY.values() if not s.members and s.local_path is None]
+    files = [f for p in PROMPT_MODELS.values() for f in p.files]
+    keep: dict[str, ModelSpec | None] = {}
+    for spec in [*specs, *files]:
+        fp32 = models / spec.filename
+        if not fp32.is_file():
+            continue
+        keep[spec.filename] = spec
+        if spec in files:
+            continue
+        for recipe in RECIPES:
+            keep[int8_path(store, spec, fp32, recipe).name] = None
+    return keep
+
+
+def _copy_models(source: Path, target: Path, verify: bool) -> None:
+    """Copy the keepable models of ``source`` that ``target`` lacks (atomically)."""
+    from bgremover.network.models import ModelStore
+
+    if not source.is_dir():
+        return
+    keep = _keepable(source)
+    target.mkdir(parents=True, exist_ok=True)
+    store = ModelStore(source.parent)
+    for name, spec in keep.items():
+        path, there = source / name, target / name
+        if not path.is_file() or there.is_file():
+            continue
+        if verify and spec is not None and not store.verify(spec, path, remember=False):
+            continue
+        part = there.with_name(f".{name}.{os.getpid()}.part")
+        shutil.copyfile(path, part)
+        os.replace(part, there)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The session's home starts with the models an earlier run kept: the tests pay for
+    a download or an int8 build once per machine, not once per run."""
+    with contextlib.suppress(OSError):
+        _copy_models(kept_cache() / "models", _HOME / "models", verify=False)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    with contextlib.suppress(OSError):
+        _copy_models(_HOME / "models", kept_cache() / "models", verify=True)
     shutil.rmtree(_HOME, ignore_errors=True)
 
 

@@ -6,10 +6,10 @@ every call they offer is run as a user would run it, and what they write is comp
 pixel for pixel, with the command line's output for the same options.
 
 The clients come from PyPI and npm during the test run, pinned (tests/clients/:
-requirements.txt, package.json and package-lock.json), and are installed into the pytest
-cache (``pip install --target``, apart from the project's environment, and ``npm ci``),
-where later runs find them. Without the registry (or without npm) their tests skip,
-unless ``CI`` is set: there a failure to install fails.
+requirements.txt, package.json and package-lock.json), and are installed into the tests'
+kept cache (``pip install --target``, apart from the project's environment, and ``npm ci``;
+see ``conftest.kept_cache``), where later runs and clones find them. Without the registry
+(or without npm) their tests skip, unless ``CI`` is set: there a failure to install fails.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import DATA, assert_masks_close
+from conftest import DATA, assert_masks_close, kept_cache
 from conftest import cli as bgremover_cli
 
 pytest.importorskip("httpx")
@@ -76,10 +76,13 @@ def _reachable(url: str) -> bool:
 
 
 def _cache_root(config: pytest.Config, factory: pytest.TempPathFactory) -> Path:
-    cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
-    if cache is None:
+    """The tests' kept cache (conftest.kept_cache), so a new clone finds them too."""
+    root = kept_cache() / "clients"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only cache: this run's own
         return factory.mktemp("real-clients")
-    return Path(cache.mkdir("bgremover-real-clients"))
+    return root
 
 
 def _key(*parts: bytes) -> str:
