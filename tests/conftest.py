@@ -100,6 +100,23 @@ def pytest_configure(config: pytest.Config) -> None:
         _copy_models(kept_cache() / "models", _HOME / "models", verify=False)
 
 
+#: The quick tier, ``pytest -m "not slow"`` (CONTRIBUTING.md), leaves out what needs Ray,
+#: a real X server, the real API clients or strace, IS-Net or an int8 build (modules and
+#: fixtures below), and the tests marked ``slow`` for the seconds they take of their own.
+SLOW_MODULES = frozenset(
+    {"test_distributed", "test_privacy", "test_real_clients", "test_startup", "test_best"}
+)
+SLOW_FIXTURES = frozenset({"u2netp_int8_path", "python_clients", "npm_clients"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow = pytest.mark.slow
+    for item in items:
+        module = item.module.__name__ if getattr(item, "module", None) else ""
+        if module in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(slow)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     with contextlib.suppress(OSError):
         _copy_models(_HOME / "models", kept_cache() / "models", verify=True)

@@ -514,6 +514,7 @@ REAL_MEDIUM_SHA256 = "b6e8497ba978a6f5fbb647e419d2696cd80df5a23cb6a8ea532021911b
 REAL_MEDIUM_BYTES = 88_188_479
 
 
+@pytest.mark.slow
 def test_real_npm_package_gives_the_isnet_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

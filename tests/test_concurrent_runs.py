@@ -100,6 +100,7 @@ def _camera_photos(folder: Path, count: int = 6) -> None:
             )
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_two_runs_on_one_folder_write_each_output_once(tmp_path: Path, u2netp_path: Path) -> None:
     """The second run starts once the first has written an output: both exit 0, every

@@ -416,6 +416,7 @@ def _history() -> tuple[np.ndarray, np.ndarray, list[Operation]]:
     return rgb, alpha, ops
 
 
+@pytest.mark.slow
 def test_removing_an_operation_equals_replaying_the_list_without_it_byte_for_byte() -> None:
     rgb, base, ops = _history()
     for index in range(len(ops)):

@@ -333,6 +333,7 @@ def isnet_path() -> Path:
         pytest.skip(f"isnet-imgly could not be obtained here: {exc}")
 
 
+@pytest.mark.slow
 def test_real_isnet_cuts_out_a_photo(isnet_path: Path) -> None:
     """The whole chain on real 1024 px weights: the rocket u2netp finds is kept, the sky
     is dropped, and (DIS being trained for fine structure) the lattice tower on the left
@@ -350,6 +351,7 @@ def test_real_isnet_cuts_out_a_photo(isnet_path: Path) -> None:
     assert ours[:, :70].mean() > rocket[:, :70].mean() + 0.05  # the tower on the left
 
 
+@pytest.mark.slow
 def test_real_isnet_masks_agree_with_rembgs_isnet_session(
     isnet_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -86,6 +86,7 @@ def test_best_cached_reads_cached_and_offers_int8_for_each_model(
     assert int8.isEnabled()
 
 
+@pytest.mark.slow
 def test_a_doubtful_cutout_is_marked_and_try_best_makes_it_again_with_best(
     qtbot, best_cached, isolated_settings
 ) -> None:

@@ -172,6 +172,7 @@ def test_reset_goes_back_to_the_models_mask_and_undo_takes_it_back(qtbot, u2netp
 # -- the model's tools ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_box_runs_the_model_on_its_crop(qtbot, u2netp_path) -> None:
     window = opened(qtbot, CAT)
     before = alpha_of(window).copy()
@@ -190,6 +191,7 @@ def test_a_box_runs_the_model_on_its_crop(qtbot, u2netp_path) -> None:
 # -- what is saved is what is shown -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_save_writes_the_edits_and_exported_edits_reproduce_it(
     qtbot, u2netp_path, tmp_path
 ) -> None:

@@ -163,6 +163,7 @@ def test_a_right_click_on_a_marker_takes_that_click_back_as_one_undoable_edit(qt
     assert Edits.from_json(entry.edits.to_json()).operations == rest
 
 
+@pytest.mark.slow
 def test_undo_and_redo_of_a_removal_hold_on_a_result_made_again(qtbot, monkeypatch):
     """The memory policy drops the result (and its editor's history); made again, the
     edits are replayed without it, and Undo still puts the click back, Redo takes it out."""

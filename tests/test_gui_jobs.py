@@ -221,6 +221,7 @@ def test_one_session_per_model_and_old_ones_are_released(qtbot, tmp_path, window
 
 
 # 7 ----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_bad_file_never_opens_a_dialog_even_at_start_under_load(qtbot, tmp_path, u2netp_path):
     """On a busy machine a modal box about a broken file appeared before the window, and
     the window never came. A bad file is shown in the queue; no dialog opens at all.

@@ -31,6 +31,7 @@ def outputs(folder: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_corpus_batch_reports_every_broken_file_and_keeps_going(
     tmp_path: Path, u2netp_path: Path
@@ -131,6 +132,7 @@ class BatchRun:
         return None
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_killed_batches_resume_to_the_same_result(tmp_path: Path, u2netp_path: Path) -> None:
     """SIGKILL a batch five times, at moments read from its own progress: while an output

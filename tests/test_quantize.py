@@ -150,6 +150,7 @@ def test_compare_command(tmp_path: Path, u2netp_int8_path: Path) -> None:
     assert "1 compared" in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_bench_and_models_list_show_int8(u2netp_int8_path: Path) -> None:
     proc = cli("bench", "--runs", "2", "--json")
@@ -174,6 +175,7 @@ def test_bench_and_models_list_show_int8(u2netp_int8_path: Path) -> None:
     assert cached_int8(ModelStore(), REGISTRY["u2netp"])
 
 
+@pytest.mark.slow
 def test_faithful_rewrite_keeps_fp32_output(tmp_path: Path, u2netp_path: Path) -> None:
     """The graph rewrite alone (before quantization) leaves u2netp's output unchanged."""
     import onnx

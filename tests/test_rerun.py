@@ -311,6 +311,7 @@ def test_the_batch_reports_what_it_redid(tmp_path: Path, u2netp_path: Path) -> N
         assert img.mode == "L"  # the mask now
 
 
+@pytest.mark.slow
 def test_ray_redoes_what_the_plain_batch_redoes(tmp_path: Path, u2netp_path: Path) -> None:
     pytest.importorskip("ray")
     src = tmp_path / "in"

@@ -174,6 +174,7 @@ def test_removebg_default_is_a_png_cutout_the_engines_pixels(server, remover):
     np.testing.assert_array_equal(got, engine_pixels(remover, SAMPLE, {}, "png"))
 
 
+@pytest.mark.slow
 def test_an_int8_server_says_which_precision_made_each_cutout(
     server: Server, remover, u2netp_int8_path
 ):
@@ -358,6 +359,7 @@ def test_too_large_body_is_413(u2netp_path):
         assert c.post("/api/remove", content=CHELSEA.read_bytes()).status_code == 200
 
 
+@pytest.mark.slow
 def test_busy_server_answers_429_with_retry_after(u2netp_path):
     big = io.BytesIO()
     Image.open(SAMPLE).resize((2400, 2800)).save(big, "PNG")
@@ -427,6 +429,7 @@ def test_refuses_to_listen_off_loopback_without_a_key(u2netp_path):
 # -- robustness -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sigterm_finishes_the_request_in_flight_answers_503_meanwhile_then_exits_0(u2netp_path):
     big = io.BytesIO()
     Image.open(SAMPLE).resize((2400, 2800)).save(big, "PNG")
@@ -685,6 +688,7 @@ def strict(u2netp_path: Path) -> Iterator[Server]:
         yield s
 
 
+@pytest.mark.slow
 def test_a_request_past_the_timeout_is_503_with_retry_after(strict):
     # 42 megapixels: reading, scaling, refining and encoding them takes several seconds
     # even on a fast machine (10.5 megapixels once finished within the second there).
@@ -757,6 +761,7 @@ def peak_rss(pid: int) -> int:
     return int(line.split()[1]) * 1024
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
 def test_an_image_costs_at_most_the_stated_bytes_per_pixel(u2netp_path):
     """The default megapixel limit is derived from BYTES_PER_PIXEL: check it holds for a

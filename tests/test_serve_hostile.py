@@ -120,6 +120,7 @@ def test_an_output_over_the_pixel_limit_is_refused_before_any_work(server):
     assert width * height <= LIMIT_MP * 1e6
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
 def test_an_enlarged_output_costs_at_most_the_stated_bytes_per_pixel(u2netp_path):
     """The pixel budget holds the larger of the photo and its output, at BYTES_PER_PIXEL:
@@ -198,6 +199,7 @@ def answer_of(sock: socket.socket) -> bytes:
     return data
 
 
+@pytest.mark.slow
 def test_slow_uploads_and_headers_lock_nobody_out_and_are_cut_off(u2netp_path):
     """Nineteen slow uploads filled every slot of a server with the default queue for
     two minutes; here fifty, and sixty connections that never end their headers, while
@@ -410,6 +412,7 @@ def assert_no_500(params: dict[str, str], responses: list) -> None:
             assert_error(response, response.status_code)
 
 
+@pytest.mark.slow
 def test_each_odd_value_of_each_parameter_is_200_or_4xx(tiny_server):
     """Every parameter meets every value of ODD_VALUES, with crop and a shadow on."""
     for name in names():
@@ -424,6 +427,7 @@ def test_each_odd_value_of_each_parameter_is_200_or_4xx(tiny_server):
     derandomize=True,
     suppress_health_check=[hypothesis.HealthCheck.too_slow],
 )
+@pytest.mark.slow
 @hypothesis.given(params=fuzz_params())
 def test_no_value_of_any_parameter_is_a_500(tiny_server, params):
     """Random values of every parameter, among valid others: 200 or 4xx, never 500."""
