@@ -222,11 +222,21 @@ def test_isnet_runs_int8_in_best_where_int8_is_fast_and_says_so(
 
 
 @pytest.fixture(scope="module")
-def best(u2netp_path: Path):
+def best_models(u2netp_path: Path) -> None:
+    """Best's models in the session's cache: IS-Net obtained (npm or its CDN), its int8
+    made where Best runs it in int8. No session is kept: a loaded Best holds 2 GB, and
+    the tests that run the CLI or a server in this process load their own."""
+    from bgremover import Remover
+
+    Remover("best").load()
+
+
+@pytest.fixture()
+def best(best_models: None):
     from bgremover import Remover
 
     remover = Remover("best")
-    remover.load()  # obtains isnet-imgly into the session's cache (npm or its CDN)
+    remover.load()
     return remover
 
 
@@ -259,7 +269,7 @@ def test_the_output_record_names_both_models_by_their_contents(best):
     assert made.digest != Remover("u2netp").output_settings(ComposeOptions(), "png").digest
 
 
-def test_cli_names_doubtful_cutouts_with_v_and_counts_them(best, tmp_path: Path):
+def test_cli_names_doubtful_cutouts_with_v_and_counts_them(best_models, tmp_path: Path):
     out = tmp_path / "out"
     proc = cli("remove", str(ROCKET), str(SAMPLE), "-o", str(out), "--model", "best", "-v")
     assert proc.returncode == 0, proc.stderr
@@ -276,7 +286,7 @@ def test_cli_names_doubtful_cutouts_with_v_and_counts_them(best, tmp_path: Path)
     assert "try --model best, or touch it up" in proc.stderr
 
 
-def test_compare_u2netp_against_best_carries_the_doubt(best, tmp_path: Path):
+def test_compare_u2netp_against_best_carries_the_doubt(best_models, tmp_path: Path):
     proc = cli("compare", str(ROCKET), "--a", "u2netp", "--b", "best", "-o", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "B's cutout may be wrong: its two models agree on only" in proc.stdout
@@ -288,7 +298,7 @@ def test_compare_u2netp_against_best_carries_the_doubt(best, tmp_path: Path):
     assert record["infer_b_s"] > record["b"]["infer_s"] / 2 > 0  # both of best's models
 
 
-def test_serve_with_best_says_the_doubt_in_a_header(best):
+def test_serve_with_best_says_the_doubt_in_a_header(best_models):
     from test_serve import running
 
     with running("-m", "best") as server, server.client() as client:
