@@ -2,6 +2,7 @@
 
     python tests/benchmarks/best_model.py matting=IMAGES:TRUTH portraits=IMAGES:TRUTH ...
         [--choose matting] [--sheet OUT.png NAME] [--precision int8]
+        [--limit N] [--quick]
 
 Each folder is given as NAME=IMAGES_DIR:TRUTH_DIR (alpha PNGs named as the photos; a
 folder without truth as NAME=IMAGES_DIR). For every photo the default model (u2netp, edge
@@ -32,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+import budget
 import numpy as np
 from PIL import Image, ImageDraw
 
@@ -156,17 +158,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--precision", default="fp32", help="best's precision (int8: each model in int8, guarded)"
     )
-    args = ap.parse_args(argv)
+    budget.add_arguments(ap, "photos of each folder", {"limit": 2})
+    args = budget.parse_args(ap, argv)
 
     default, best = Remover("u2netp"), Remover("best", precision=args.precision)
     default.load()
     best.load()
     per_folder: dict[str, list[dict]] = {}
+    found = []
     for spec in args.folders:
         name, _, dirs = spec.partition("=")
         images, _, truths = dirs.partition(":")
+        found.append((name, budget.limited(photos(Path(images)), args.limit), truths))
+    count = sum(len(found_photos) for _, found_photos, _ in found)
+    estimate = budget.Estimate(count, "photos", then=", then the cross-validation")
+    for name, found_photos, truths in found:
         rows = per_folder.setdefault(name, [])
-        for photo in photos(Path(images)):
+        for photo in found_photos:
             t0 = time.perf_counter()
             rd = default.remove(photo)
             t1 = time.perf_counter()
@@ -195,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             line += f" | doubt default: {'; '.join(rd.doubts) or '-'}"
             line += f" | best: {'; '.join(rb.doubts) or '-'}"
             print(line, flush=True)
+            estimate.tick()
 
     print()
     every_default: list[tuple[float, bool]] = []

@@ -3,6 +3,7 @@
     python tests/benchmarks/brush.py IMAGES_DIR GT_DIR [--radius 0.03] [--offset 0.5]
         [--hardness 0.8] [--strokes 24] [--refine/--no-refine] [--model NAME]
         [--images N] [--masks DIR] [--set NAME=VALUE]
+        [--limit N] [--quick]
 
 A user touching up a cutout brushes along the subject's outline: erasing the
 background the mask kept beside the edge, restoring an edge the mask missed.
@@ -46,6 +47,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import budget
 import cv2
 import numpy as np
 from PIL import Image
@@ -194,10 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strokes", type=int, default=24, help="segments per photo at most")
     ap.add_argument("--refine", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--model", default="u2netp")
-    ap.add_argument("--images", dest="limit", type=int, default=0, help="only the first N photos")
     ap.add_argument("--masks", type=Path, default=None, help="keep and reuse the automatic masks")
     ap.add_argument("--set", dest="settings", action="append", default=[], type=parse_setting)
-    args = ap.parse_args(argv)
+    budget.add_arguments(ap, "photos", {"limit": 2, "strokes": 8}, aliases=("--images",))
+    args = budget.parse_args(ap, argv)
     for name, value in args.settings:
         setattr(tools, name, value)
 
@@ -220,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     photos_worse = dict.fromkeys(TOOLS, 0)
     outside_changed = 0
     outside_err: list[tuple[float, float, float]] = []
-    for src, truth_path in pairs:
+    for src, truth_path in budget.each(pairs, "photos"):
         rgb, alpha = starting_mask(remover, src, args.masks)
         truth = np.asarray(Image.open(truth_path).convert("L"))
         if truth.shape != alpha.shape:

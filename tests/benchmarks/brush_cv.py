@@ -2,6 +2,7 @@
 
     python tests/benchmarks/brush_cv.py --param NAME V1,V2,... [--offsets 0.5,1]
         [--matting DIR] [--portraits DIR] [--masks DIR] [-j 2]
+        [--limit N] [--quick]
 
 The rule of this project is never to tune on what is scored. This runs
 ``tests/benchmarks/brush.py`` (as a subprocess, with ``--set NAME=VALUE``) for each
@@ -19,11 +20,15 @@ held-out runs.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+
+import budget
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parents[1].parent / "shared" / "data"
@@ -33,7 +38,9 @@ DATA = HERE.parents[1].parent / "shared" / "data"
 Row = tuple[str, list[float]]
 
 
-def run(folder: Path, truths: str, value: str, name: str, offset: str, masks: Path) -> list[Row]:
+def run(
+    folder: Path, truths: str, value: str, name: str, offset: str, masks: Path, limit: int
+) -> list[Row]:
     cmd = [
         sys.executable,
         str(HERE / "brush.py"),
@@ -46,6 +53,8 @@ def run(folder: Path, truths: str, value: str, name: str, offset: str, masks: Pa
         "--set",
         f"{name}={value}",
     ]
+    if limit:
+        cmd += ["--images", str(limit)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     rows = []
     for line in out.splitlines():
@@ -74,18 +83,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--portraits", type=Path, default=DATA / "portraits")
     ap.add_argument("--masks", type=Path, default=Path("/tmp/brush-masks"))
     ap.add_argument("-j", type=int, default=2, help="runs at once")
-    args = ap.parse_args(argv)
+    budget.add_arguments(ap, "photos of each folder", {"limit": 2, "offsets": "0.5"})
+    args = budget.parse_args(ap, argv)
     name, values = args.param[0], args.param[1].split(",")
     offsets = args.offsets.split(",")
     folders = {"matting": (args.matting, "gt"), "portraits": (args.portraits, "reference_alpha")}
     jobs = {
-        (f, v, o): (folder, truths, v, name, o, args.masks)
+        (f, v, o): (folder, truths, v, name, o, args.masks, args.limit)
         for f, (folder, truths) in folders.items()
         for v in values
         for o in offsets
     }
     with ThreadPoolExecutor(args.j) as pool:
+        start = time.perf_counter()
         done = {key: pool.submit(run, *job) for key, job in jobs.items()}
+        next(as_completed(done.values()))
+        first = time.perf_counter() - start
+        rounds = math.ceil(len(jobs) / args.j)
+        budget.say(
+            f"{len(jobs)} runs of brush.py, {args.j} at a time, ~{budget.duration(first)} each "
+            f"≈ {budget.duration(rounds * first)}"
+        )
         results = {key: fut.result() for key, fut in done.items()}
     scores = {
         (f, v): score({o: results[f, v, o] for o in offsets}) for f in folders for v in values

@@ -3,6 +3,7 @@
     python tests/benchmarks/clicks.py IMAGES_DIR GT_DIR [--max-clicks 20]
         [--tool click|classic|box] [--refine/--no-refine] [--model NAME] [--images N]
         [--start model|empty]
+        [--limit N] [--quick]
 
 The standard protocol of interactive segmentation (Xu et al. 2016, "Deep
 Interactive Object Selection"; RITM, Sofiiuk et al. 2022): the result starts as
@@ -45,6 +46,7 @@ import sys
 import time
 from pathlib import Path
 
+import budget
 import cv2
 import numpy as np
 from PIL import Image
@@ -96,7 +98,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--model", default="u2netp", help="the model whose mask the clicks start from (boxes too)"
     )
-    ap.add_argument("--images", dest="limit", type=int, default=0, help="only the first N photos")
     ap.add_argument(
         "--start",
         choices=("model", "empty"),
@@ -104,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         help="model: clicks correct the model's mask (the app's case); empty: they start from "
         "an empty mask, as interactive segmentation benchmarks do (RITM's NoC)",
     )
-    args = ap.parse_args(argv)
+    budget.add_arguments(ap, "photos", {"limit": 2, "max_clicks": 8}, aliases=("--images",))
+    args = budget.parse_args(ap, argv)
 
     remover = Remover.from_config(EngineConfig(model=args.model, refine=args.refine))
     learned = args.tool != "classic"
@@ -130,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     encode_times: list[float] = []
     shares: list[float] = []
     wrong_total = flipped_total = 0
-    for src, truth_path in pairs:
+    for src, truth_path in budget.each(pairs, "photos"):
         result = remover.remove(src)
         rgb = result.image.rgb
         alpha = result.alpha if args.start == "model" else np.zeros_like(result.alpha)

@@ -3,6 +3,7 @@
     python tests/benchmarks/clicks_cv.py IMAGES_DIR GT_DIR --param NAME V1,V2,...
         [--param NAME2 W1,W2,...] [--tool click|box] [--refine/--no-refine]
         [--model NAME] [--max-clicks 20] [--images N]
+        [--limit N] [--quick]
 
 The rule of this project is never to tune on what is scored: a constant chosen on
 a folder must be scored on another folder or by cross-validation. This runs
@@ -31,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import budget
 import clicks  # tests/benchmarks/clicks.py, found through sys.path
 
 from bgremover.touchup import regions
@@ -77,11 +79,10 @@ def parse_rows(text: str, stems: list[str]) -> dict[str, tuple[int, int]]:
         match = ROW.match(line)
         if not match or match["stem"] not in stems:
             continue
-        parts = match["rest"].split()
-        if parts and set(parts[-1]) <= {"+", "-"}:
-            parts = parts[:-1]  # the clicks column (+add -remove), empty when none
-        # IoU@0, [IoU after the box], @85, @90, @95, final
-        found[match["stem"]] = (int(parts[-3]), int(parts[-2]))
+        # IoU@0, [IoU after the box], @85, @90, @95, final, collateral (or -), the clicks
+        # (+add -remove, none when none): the counts are the only whole numbers.
+        counts = [int(p) for p in match["rest"].split() if p.isdigit()]
+        found[match["stem"]] = (counts[1], counts[2])
     missing = [s for s in stems if s not in found]
     if missing:
         raise RuntimeError(f"no row for {missing} in the benchmark's output")
@@ -132,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tool", choices=("click", "box"), default="click")
     ap.add_argument("--refine", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--model", default="u2netp", help="the model whose mask the clicks start from")
-    ap.add_argument("--images", dest="limit", type=int, default=0, help="only the first N photos")
-    args = ap.parse_args(argv)
+    budget.add_arguments(ap, "photos", {"limit": 2, "max_clicks": 8}, aliases=("--images",))
+    args = budget.parse_args(ap, argv)
 
     names = [name for name, _ in args.param]
     if len(set(names)) != len(names):
@@ -155,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"clicks_cv: {' x '.join(names)}, {len(keys)} settings, {len(stems)} photos")
     print(f"constants as in bgremover/touchup/regions.py: {dict(zip(names, fixed, strict=True))}")
 
-    table = {key: run_once(bench_argv, dict(zip(names, key, strict=True)), stems) for key in keys}
+    estimate = budget.Estimate(len(keys), "settings (runs of clicks.py)")
+    table = {}
+    for key in keys:
+        table[key] = run_once(bench_argv, dict(zip(names, key, strict=True)), stems)
+        estimate.tick()
 
     def label(key) -> str:
         return "/".join(shown(v) for v in key)

@@ -1,6 +1,7 @@
 """Longest stall of the GUI thread while the user paints on a 12-megapixel photo.
 
     python tests/benchmarks/edit_stall.py PHOTO [--strokes 6] [--rate 60] [--clicks 6]
+        [--limit N] [--quick]
 
 The photo is opened in the app (offscreen), edit mode is turned on, and brush
 strokes are driven through the Result view's viewport at ``--rate`` mouse events
@@ -37,6 +38,7 @@ from bgremover.gui.queue import Status
 from bgremover.gui.window import MainWindow, application
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import budget
 from gui_stall import StallMeter, wait_for
 
 
@@ -125,6 +127,7 @@ def click(app, window: MainWindow, count: int) -> tuple[float, float, float, lis
     meter = StallMeter()
     meter.start()
     applied = []
+    estimate = budget.Estimate(count, "clicks")
     for i in range(count):
         window.editing.set_tool("add" if i % 2 == 0 else "remove")
         x, y = w * (0.3 + 0.4 * ((i * 0.37) % 1)), h * (0.3 + 0.4 * ((i * 0.61) % 1))
@@ -134,6 +137,7 @@ def click(app, window: MainWindow, count: int) -> tuple[float, float, float, lis
         released = time.perf_counter()
         wait_for(app, lambda: not window.jobs.edits_busy(entry))
         applied.append(time.perf_counter() - released)
+        estimate.tick()
     return encode_stall, encode, meter.worst, applied
 
 
@@ -145,7 +149,10 @@ def main() -> int:
     parser.add_argument("--radius", type=float, default=60.0, help="brush radius (photo px)")
     parser.add_argument("--edge-aware", action="store_true", help="edge-aware brushes")
     parser.add_argument("--clicks", type=int, default=0, help="then this many clicks")
-    args = parser.parse_args()
+    budget.add_arguments(parser, "strokes (per pass) and clicks", {"strokes": 2})
+    args = budget.parse_args(parser)
+    if args.limit:
+        args.strokes, args.clicks = min(args.strokes, args.limit), min(args.clicks, args.limit)
 
     tmp = Path(tempfile.mkdtemp(prefix="bgremover-edit-stall-"))
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp / "settings"))
@@ -168,11 +175,13 @@ def main() -> int:
         window.editing.tools.edge_aware = args.edge_aware
         app.processEvents()
         results = {}
+        estimate = budget.Estimate(2, f"passes of {args.strokes} strokes (overlay on, off)")
         for overlay in (True, False):
             if window.touchup_menu.overlay.isChecked() != overlay:
                 window.touchup_menu.overlay.trigger()
             app.processEvents()
             results[overlay] = paint(app, window, args.strokes, args.rate)
+            estimate.tick()
         meter = StallMeter()
         meter.start()
         start = time.perf_counter()

@@ -2,6 +2,7 @@
 
     python tests/benchmarks/export_batch.py FOLDER [--preset product-white-square]
         [--options "--background blur --crop --shadow"] [--runs 3] [--check-layout]
+        [--limit N] [--quick]
 
 Runs ``bgremover remove FOLDER -o OUT`` as a process, plain and with the export
 options, in turn (plain, export, plain, export, ...), each into a fresh folder, and
@@ -25,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import budget
+
 
 def run(command: list[str]) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one process."""
@@ -38,7 +41,7 @@ def run(command: list[str]) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024  # kB on Linux
 
 
-def check_layout(folder: Path, values: dict) -> int:
+def check_layout(folder: Path, values: dict, limit: int = 0) -> int:
     """Per photo: the subject's box on the canvas, its margins, whether it is centred."""
     from bgremover.engine.pipeline import Remover
     from bgremover.export.compose import ComposeOptions, placed_alpha
@@ -50,7 +53,7 @@ def check_layout(folder: Path, values: dict) -> int:
     remover = Remover()
     bad = 0
     print(f"{'photo':32s} {'canvas':>11s} {'box (x0 y0 x1 y1)':>22s} {'margins l/t/r/b':>20s}  ok")
-    for path in walk_images(folder):
+    for path in budget.each(budget.limited(walk_images(folder), limit), "photos"):
         result = remover.remove(path)
         placed = placed_alpha(result.alpha, options)
         height, width = placed.shape
@@ -83,14 +86,17 @@ def main() -> int:
     parser.add_argument("--options", default="", help="export flags, as one string")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--check-layout", action="store_true")
-    args = parser.parse_args()
+    budget.add_arguments(parser, "photos of FOLDER", {"limit": 3, "runs": 1})
+    args = budget.parse_args(parser)
     export_flags = shlex.split(args.options) + (["--preset", args.preset] if args.preset else [])
     if not export_flags:
         export_flags = ["--preset", "product-white-square"]
-    base = [sys.executable, "-m", "bgremover", "remove", str(args.folder), "-q"]
     rows: dict[str, list[tuple[float, float]]] = {"plain": [], "export": []}
     with tempfile.TemporaryDirectory(prefix="bgremover-export-") as work:
-        run([*base, "-o", str(Path(work) / "warm")])  # model cache and disk cache warm
+        (folder,) = budget.first_photos([args.folder], args.limit, Path(work))
+        base = [sys.executable, "-m", "bgremover", "remove", str(folder), "-q"]
+        warm, _ = run([*base, "-o", str(Path(work) / "warm")])  # model cache and disk cache warm
+        budget.announce(2 * args.runs, "batches (plain, export)", warm)
         for i in range(args.runs):
             for kind, flags in (("plain", []), ("export", export_flags)):
                 out = Path(work) / f"{kind}{i}"
@@ -128,7 +134,7 @@ def main() -> int:
             values.update(export_values(parsed))
         values.pop("format", None)
         values.pop("quality", None)
-        bad = check_layout(args.folder, values)
+        bad = check_layout(args.folder, values, args.limit)
         print(f"layout: {bad} photo(s) off the canvas rules")
         return 1 if bad else 0
     return 0

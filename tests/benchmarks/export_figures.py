@@ -1,6 +1,7 @@
 """The README's contact sheet of the export presets, made by the command line's own code.
 
     python tests/benchmarks/export_figures.py PHOTO [PHOTO ...] -o assets/export-presets.png
+        [--limit N] [--quick]
 
 One row per photo: the photo, then each built-in preset's output as the file it
 writes (decoded again, so a JPEG's loss shows as it is), scaled into a cell.
@@ -13,6 +14,7 @@ import argparse
 import io
 from pathlib import Path
 
+import budget
 import numpy as np
 from PIL import Image, ImageDraw
 
@@ -61,17 +63,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("photos", nargs="+", type=Path)
     parser.add_argument("-o", "--output", type=Path, required=True)
-    args = parser.parse_args()
+    budget.add_arguments(parser, "photos", {"limit": 2})
+    args = budget.parse_args(parser)
+    photos = budget.limited(args.photos, args.limit)
     remover = Remover()
     columns = ["photo", *BUILTIN]
     width = len(columns) * (CELL + GAP) + GAP
     row_height = CELL + LABEL + GAP  # the picture, then what the file is
-    height = len(args.photos) * row_height + LABEL + GAP
+    height = len(photos) * row_height + LABEL + GAP
     sheet = Image.new("RGB", (width, height), (255, 255, 255))
     draw = ImageDraw.Draw(sheet)
     for col, name in enumerate(columns):
         draw.text((GAP + col * (CELL + GAP) + 4, 4), name, fill=(0, 0, 0))
-    for row, photo in enumerate(args.photos):
+    for row, photo in enumerate(budget.each(photos, "photos")):
         result = remover.remove(photo)
         cells = [Image.fromarray(result.image.rgb)] + [written(result, n) for n in BUILTIN]
         for col, img in enumerate(cells):

@@ -2,6 +2,7 @@
 
     python tests/benchmarks/families_table.py DATA_DIR [--models u2netp isnet-imgly]
         [--parity] [--large IMAGE]
+        [--limit N] [--quick]
 
 DATA_DIR is the shared data folder (matting/, portraits/, photos/). For each model, in
 one run:
@@ -30,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import budget
 import numpy as np
 from PIL import Image
 
@@ -53,18 +55,20 @@ def run_batch(model: str, inputs: list[Path], out: Path, *extra: str) -> tuple[f
     return time.perf_counter() - start, usage.ru_maxrss / 1024
 
 
-def score_matting(masks: Path, data: Path) -> dict[str, dict[str, float]]:
+def score_matting(masks: Path, data: Path, limit: int = 0) -> dict[str, dict[str, float]]:
     rows = {}
-    for gt in sorted((data / "matting" / "gt").glob("*.png")):
+    truths = sorted((data / "matting" / "gt").glob("*.png"))
+    for gt in budget.limited(truths, limit):
         trimap = grey(data / "matting" / "trimap" / gt.name)
         s = score_against_truth(grey(masks / gt.name), grey(gt), trimap)
         rows[gt.stem] = {"SAD": s["sad"], "band": s["band_mae"], "IoU": s["iou"]}
     return rows
 
 
-def score_portraits(masks: Path, data: Path) -> dict[str, dict[str, float]]:
+def score_portraits(masks: Path, data: Path, limit: int = 0) -> dict[str, dict[str, float]]:
     rows = {}
-    for ref in sorted((data / "portraits" / "reference_alpha").glob("*.png")):
+    refs = sorted((data / "portraits" / "reference_alpha").glob("*.png"))
+    for ref in budget.limited(refs, limit):
         ours, theirs = grey(masks / ref.name), grey(ref)
         rows[ref.stem] = {"|Δα|": mean_abs_diff(ours, theirs), "IoU": iou(ours, theirs)}
     return rows
@@ -97,7 +101,7 @@ def rembg_session(model: str):  # -> rembg BaseSession
     raise SystemExit(f"no rembg session is known for {model}")
 
 
-def parity(model: str, photos: Path) -> None:
+def parity(model: str, photos: Path, limit: int = 0) -> None:
     from rembg import remove
 
     from bgremover import Remover
@@ -105,7 +109,7 @@ def parity(model: str, photos: Path) -> None:
     session = rembg_session(model)
     ours = Remover(model, refine=False)
     rows = {}
-    for photo in sorted(photos.iterdir()):
+    for photo in budget.each(budget.limited(sorted(photos.iterdir()), limit), "photos (parity)"):
         theirs = np.asarray(remove(Image.open(photo), session=session, only_mask=True))
         mask = ours.remove(photo).mask
         rows[photo.stem[:13]] = {"|Δα|·255": 255 * mean_abs_diff(mask, theirs),
@@ -122,12 +126,21 @@ def main() -> int:
     parser.add_argument("--models", nargs="+", default=["u2netp", "isnet-imgly"])
     parser.add_argument("--parity", action="store_true", help="also compare with rembg")
     parser.add_argument("--large", type=Path, help="a large photo for the peak RSS")
-    args = parser.parse_args()
-    inputs = sorted((args.data / "matting" / "input").iterdir())
-    inputs += sorted((args.data / "portraits" / "input").iterdir())
+    budget.add_arguments(
+        parser, "photos of each of matting/, portraits/ (photos/ with --parity)", {"limit": 2}
+    )
+    args = budget.parse_args(parser)
+    inputs = budget.limited(sorted((args.data / "matting" / "input").iterdir()), args.limit)
+    inputs += budget.limited(sorted((args.data / "portraits" / "input").iterdir()), args.limit)
     summary = []
     with tempfile.TemporaryDirectory() as tmp:
-        for model in args.models:
+        for k, model in enumerate(args.models):
+            more = len(args.models) - k - 1
+            estimate = budget.Estimate(
+                2,
+                f"{model} batches of {len(inputs)} photos (network, refined)",
+                then=f", then {more} more model(s)" if more else "",
+            )
             for label, extra in (("network", ["--no-refine"]), ("refined", [])):
                 out = Path(tmp) / f"{model}-{label}"
                 # A first photo alone, so the batch's time does not include the download or
@@ -135,8 +148,10 @@ def main() -> int:
                 run_batch(model, inputs[:1], Path(tmp) / f"{model}-{label}-warm", *extra)
                 seconds, rss = run_batch(model, inputs, out, *extra)
                 # The matting and portrait photos have different names: one folder for both.
-                m = print_rows(f"{model} {label}: matting", score_matting(out, args.data))
-                p = print_rows(f"{model} {label}: portraits", score_portraits(out, args.data))
+                matting = score_matting(out, args.data, args.limit)
+                portraits = score_portraits(out, args.data, args.limit)
+                m = print_rows(f"{model} {label}: matting", matting)
+                p = print_rows(f"{model} {label}: portraits", portraits)
                 row = {"model": model, "alpha": label, "matting SAD": m["SAD"],
                        "band": m["band"], "matting IoU": m["IoU"], "portraits |Δα|": p["|Δα|"],
                        "portraits IoU": p["IoU"], "s/image": seconds / len(inputs),
@@ -145,10 +160,11 @@ def main() -> int:
                     big = Path(tmp) / f"{model}-{label}-large"
                     row["large RSS MB"] = run_batch(model, [args.large], big, *extra)[1]
                 summary.append(row)
+                estimate.tick()
         if args.parity:
             for model in args.models:
-                parity(model, args.data / "photos")
-    print("\nsummary (one run; s/image is the whole CLI batch over the 30 photos)")
+                parity(model, args.data / "photos", args.limit)
+    print(f"\nsummary (one run; s/image is the whole CLI batch over the {len(inputs)} photos)")
     keys = list(summary[0])
     print(" | ".join(keys))
     for row in summary:

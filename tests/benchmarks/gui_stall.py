@@ -1,6 +1,7 @@
 """Longest stall of the GUI thread while the app processes (and saves) 20 images.
 
     python tests/benchmarks/gui_stall.py FOLDER [--count 20] [--no-save]
+        [--limit N] [--quick]
 
 A 5 ms QTimer ticks on the GUI thread; the largest gap between two ticks,
 minus the interval, is the longest time the GUI could not respond. Measured
@@ -24,6 +25,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import budget
 from PySide6.QtCore import QSettings, QTimer
 
 from bgremover.files.imaging import walk_images
@@ -66,7 +68,10 @@ def main() -> int:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--no-save", action="store_true", help="do not save the results")
-    args = parser.parse_args()
+    budget.add_arguments(parser, "images (caps --count)", {"limit": 3})
+    args = budget.parse_args(parser)
+    if args.limit:
+        args.count = min(args.count, args.limit)
     images = walk_images(args.folder)[: args.count]
     if len(images) < args.count:
         raise SystemExit(f"need {args.count} images in {args.folder}, found {len(images)}")
@@ -80,12 +85,14 @@ def main() -> int:
     meter = StallMeter()
     try:
         # Warm up: the session is created (and the model obtained) before measuring.
+        start = time.perf_counter()
         window.add_paths(images[:1])
         wait_for(
             app,
             lambda: all(e.status in (Status.DONE, Status.FAILED) for e in window.queue.entries()),
         )
         window.clear_queue()
+        budget.announce(2 * len(images), "images (queue, then batch)", time.perf_counter() - start)
 
         saved_dir = tmp / "saved"
         saves: list = []

@@ -2,6 +2,7 @@
 
     python tests/benchmarks/int8_families.py MODEL --images DIR [DIR ...]
         [--recipe generic] [--also MODEL ...] [--runs 3] [--threads 0]
+        [--limit N] [--quick]
 
 For every image in each folder the network masks (no refinement) of the int8 model and
 of the fp32 one are compared with ``bgremover.mask.metrics.fidelity``: IoU at 0.5, mean
@@ -20,6 +21,7 @@ import statistics
 import time
 from pathlib import Path
 
+import budget
 import numpy as np
 
 from bgremover import Remover
@@ -36,7 +38,8 @@ def main() -> int:
     parser.add_argument("--also", nargs="*", default=[], metavar="MODEL")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0)
-    args = parser.parse_args()
+    budget.add_arguments(parser, "images of each folder", {"limit": 2, "runs": 1})
+    args = budget.parse_args(parser)
 
     opts = {"refine": False, "threads": args.threads, "providers": "cpu"}
     fp32 = Remover(args.model, **opts)
@@ -52,8 +55,9 @@ def main() -> int:
 
     keys = ("iou", "mean_abs", "band_abs")
     first_batch = None
-    for folder in args.images:
-        images = walk_images(folder)
+    found = [budget.limited(walk_images(folder), args.limit) for folder in args.images]
+    estimate = budget.Estimate(sum(map(len, found)), "images", then=", then the timing")
+    for folder, images in zip(args.images, found, strict=True):
         rows: dict[str, list[dict[str, float]]] = {name: [] for name in others}
         print(f"\n{folder} ({len(images)} images)")
         header = "".join(f"{f'{n} IoU':>16}{'|Δα|':>8}{'band':>8}" for n in others)
@@ -69,6 +73,7 @@ def main() -> int:
                 rows[name].append({k: float(m[k]) for k in keys})  # type: ignore[arg-type]
                 line += f"{m['iou']:>16.4f}{m['mean_abs']:>8.4f}{m['band_abs']:>8.4f}"
             print(line, flush=True)
+            estimate.tick()
         for name in others:
             r = rows[name]
             print(

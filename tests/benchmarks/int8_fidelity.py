@@ -1,6 +1,7 @@
 """int8 against fp32 on a folder with ground truth: fidelity, quality and speed per recipe.
 
     python tests/benchmarks/int8_fidelity.py DATA_DIR [--recipes faithful naive] [--runs 25]
+        [--limit N] [--quick]
 
 DATA_DIR has the alphamatting layout (input/, gt/, trimap/). For each recipe the
 int8 model is made afresh (timed), then on every image the network masks of fp32
@@ -15,8 +16,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 from pathlib import Path
 
+import budget
 import numpy as np
 from PIL import Image
 
@@ -38,24 +41,32 @@ def main() -> int:
     parser.add_argument("--recipes", nargs="+", default=["faithful", "naive"])
     parser.add_argument("--runs", type=int, default=25)
     parser.add_argument("--threads", type=int, default=0)
-    args = parser.parse_args()
+    budget.add_arguments(parser, "images", {"limit": 2, "runs": 3, "recipes": ["faithful"]})
+    args = budget.parse_args(parser)
 
     store, spec = ModelStore(), REGISTRY[args.model]
     fp32_path = store.ensure(spec)
-    quantize_s = {}
+    quantize_s: dict[str, float] = {}
+    start = time.perf_counter()
+
+    def progress(done: int, steps: int) -> None:  # the first build's first tenth, extrapolated
+        if not quantize_s and done == max(1, steps // 10):
+            build = (time.perf_counter() - start) * steps / done
+            budget.announce(len(args.recipes), "int8 builds", build, then=", then the images")
+
     for recipe in args.recipes:
         target = int8_path(store, spec, fp32_path, recipe)
         target.unlink(missing_ok=True)
         quantize_s[recipe] = quantize_model(
-            fp32_path, target, recipe, calibration_files(), spec.family
+            fp32_path, target, recipe, calibration_files(), spec.family, progress
         )
 
     opts = {"refine": False, "threads": args.threads, "providers": "cpu"}
     fp32 = Remover(args.model, **opts)
     int8 = {r: Remover(args.model, precision="int8", recipe=r, **opts) for r in args.recipes}
-    images = sorted((args.data / "input").glob("*.png"))
+    images = budget.limited(sorted((args.data / "input").glob("*.png")), args.limit)
     rows: dict[str, list[dict[str, float]]] = {"fp32": [], **{r: [] for r in args.recipes}}
-    for path in images:
+    for path in budget.each(images, "images", then=f", then {args.runs} timing runs"):
         gt = grey(args.data / "gt" / path.name)
         band = trimap_band(grey(args.data / "trimap" / path.name))
         ref = fp32.remove(path)

@@ -2,6 +2,7 @@
 
     python tests/benchmarks/int8_guard.py [FOLDER ...] [--model u2netp]
         [--speed-runs 5] [--no-calibration]
+        [--limit N] [--quick]
 
 1. **Calibration** (not an evaluation folder): every int8 calibration view (ten per
    calibration photo, as the quantizer sees them), its int8 mask's IoU against fp32's
@@ -30,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import budget
+
 from bgremover import Remover
 from bgremover.files.imaging import IMAGE_EXTENSIONS, from_array, read_image
 from bgremover.mask.metrics import fidelity, iou
@@ -39,9 +42,10 @@ from bgremover.network.quantize import calibration_files, calibration_samples
 BAR = 0.98
 
 
-def calibration_threshold(fp32: Remover, int8: Remover) -> float:
+def calibration_threshold(fp32: Remover, int8: Remover, limit: int = 0) -> float:
     rows = []
-    for view in calibration_samples(calibration_files()):
+    views = budget.limited(calibration_samples(calibration_files()), limit)
+    for view in budget.each(views, "calibration views"):
         a, b = fp32.remove(from_array(view)), int8.remove(from_array(view))
         assert b.raw is not None
         rows.append((iou(a.mask, b.mask), doubt(b.raw)))
@@ -55,8 +59,20 @@ def calibration_threshold(fp32: Remover, int8: Remover) -> float:
     return min(below)
 
 
-def score_folder(folder: Path, fp32: Remover, int8: Remover, guarded: Remover) -> None:
-    photos = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)
+def photos_of(folder: Path, limit: int = 0) -> list[Path]:
+    found = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)
+    return budget.limited(found, limit)
+
+
+def score_folder(
+    folder: Path,
+    fp32: Remover,
+    int8: Remover,
+    guarded: Remover,
+    limit: int = 0,
+    estimate: budget.Estimate | None = None,
+) -> None:
+    photos = photos_of(folder, limit)
     print(f"\n{folder}")
     print(f"{'photo':<28}{'int8':>8}{'doubt':>8}{'fp32?':>7}{'guarded':>9}{'band':>8}")
     plain, kept, sent, bands = [], [], 0, []
@@ -74,6 +90,8 @@ def score_folder(folder: Path, fp32: Remover, int8: Remover, guarded: Remover) -
             f"{photo.stem[:27]:<28}{value:>8.4f}{b.guard.doubt:>8.4f}"
             f"{'yes' if g.guard.ran_fp32 else 'no':>7}{with_guard:>9.4f}{band:>8.4f}"
         )
+        if estimate is not None:
+            estimate.tick()
     print(
         f"MEAN without the guard {statistics.fmean(plain):.4f} (lowest {min(plain):.4f}, "
         f"{sum(v < BAR for v in plain)} below {BAR}); with it {statistics.fmean(kept):.4f} "
@@ -82,14 +100,13 @@ def score_folder(folder: Path, fp32: Remover, int8: Remover, guarded: Remover) -
     )
 
 
-def speed(folders: list[Path], model: str, runs: int) -> None:
+def speed(folders: list[Path], model: str, runs: int, limit: int = 0) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         photos = Path(tmp, "photos")
         photos.mkdir()
         for folder in folders:
-            for p in folder.iterdir():
-                if p.suffix.lower() in IMAGE_EXTENSIONS:
-                    shutil.copy(p, photos / f"{folder.name}-{p.name}")
+            for p in photos_of(folder, limit):
+                shutil.copy(p, photos / f"{folder.name}-{p.name}")
         count = len(list(photos.iterdir()))
         variants = {
             "fp32": [],
@@ -97,6 +114,7 @@ def speed(folders: list[Path], model: str, runs: int) -> None:
             "int8 no guard": ["-p", "int8", "--no-int8-guard"],
         }
         times: dict[str, list[float]] = {name: [] for name in variants}
+        estimate = budget.Estimate(runs + 1, f"rounds of {len(variants)} batches")
         for run in range(runs + 1):  # the first round warms caches and makes int8
             for name, extra in variants.items():
                 out = Path(tmp, "out")
@@ -106,6 +124,7 @@ def speed(folders: list[Path], model: str, runs: int) -> None:
                 subprocess.run([*cmd, "-m", model, "-q", *extra], check=True, capture_output=True)
                 if run:
                     times[name].append(time.perf_counter() - start)
+            estimate.tick()
         base = times["fp32"]
         print(f"\nbatch of {count} photos, {runs} interleaved runs, median s and speed vs fp32:")
         for name, values in times.items():
@@ -122,18 +141,25 @@ def main() -> int:
     parser.add_argument("--model", default="u2netp")
     parser.add_argument("--speed-runs", type=int, default=5)
     parser.add_argument("--no-calibration", dest="calibration", action="store_false")
-    args = parser.parse_args()
+    budget.add_arguments(
+        parser, "calibration views and photos of each folder", {"limit": 3, "speed_runs": 1}
+    )
+    args = budget.parse_args(parser)
     fp32 = Remover(args.model, refine=False)
     int8 = Remover(args.model, precision="int8", refine=False, int8_guard=False)
     guarded = Remover(args.model, precision="int8", refine=False)
+    for remover in (fp32, int8, guarded):  # int8 made now if not cached: not in the estimates
+        remover.load()
     if args.calibration:
-        found = calibration_threshold(fp32, int8)
+        found = calibration_threshold(fp32, int8, args.limit)
         catches = "catches every such view" if found >= THRESHOLD else "MISSES the lowest"
         print(f"threshold from calibration {found:.7f}; guard.THRESHOLD {THRESHOLD} {catches}")
+    count = sum(len(photos_of(folder, args.limit)) for folder in args.folders)
+    estimate = budget.Estimate(count, "photos")
     for folder in args.folders:
-        score_folder(folder, fp32, int8, guarded)
+        score_folder(folder, fp32, int8, guarded, args.limit, estimate)
     if args.folders and args.speed_runs > 0:
-        speed(args.folders, args.model, args.speed_runs)
+        speed(args.folders, args.model, args.speed_runs, args.limit)
     return 0
 
 

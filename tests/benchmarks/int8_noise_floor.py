@@ -3,6 +3,7 @@ network's own instability.
 
     python tests/benchmarks/int8_noise_floor.py FOLDER [FOLDER ...] [--model u2netp]
         [--seed 0]
+        [--limit N] [--quick]
 
 For every photo of each folder, network masks only (no refinement), thresholded at 0.5:
 - ``fp32~noise``: IoU of fp32's mask against fp32's mask of the same photo with
@@ -28,6 +29,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import budget
 import numpy as np
 
 from bgremover import Remover
@@ -44,7 +46,8 @@ def main() -> int:
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--model", default="u2netp")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    budget.add_arguments(parser, "photos of each folder", {"limit": 3})
+    args = budget.parse_args(parser)
     spec = resolve_spec(args.model)
     if spec.int8_members:  # best: as it runs (IS-Net int8) against all its models in fp32
         fp32 = Remover(replace(spec, int8_members=()), refine=False)
@@ -53,9 +56,18 @@ def main() -> int:
         fp32 = Remover(spec, refine=False)
         int8 = Remover(spec, precision="int8", refine=False)
     unguarded = int8.without_guard()
+    for remover in (fp32, int8, unguarded):  # int8 made now if not cached: not in the estimate
+        remover.load()
     rng = np.random.default_rng(args.seed)
-    for folder in args.folders:
-        photos = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)
+    found = [
+        budget.limited(
+            sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS),
+            args.limit,
+        )
+        for folder in args.folders
+    ]
+    estimate = budget.Estimate(sum(map(len, found)), "photos")
+    for folder, photos in zip(args.folders, found, strict=True):
         print(f"\n{folder}\n{'photo':<28}{'fp32~noise':>11}{'int8':>9}{'unguarded':>10}"
               f"{'bar':>7}")  # fmt: skip
         rows = []
@@ -72,6 +84,7 @@ def main() -> int:
             miss = "  miss" if row[1] < row[3] else ""
             print(f"{photo.stem[:27]:<28}{row[0]:>11.4f}{row[1]:>9.4f}{row[2]:>10.4f}"
                   f"{row[3]:>7.3f}{miss}")  # fmt: skip
+            estimate.tick()
         values = np.array(rows)
         for k, name in enumerate(("fp32~noise", "int8", "unguarded")):
             col = values[:, k]

@@ -1,6 +1,7 @@
 """Does a long batch keep its memory flat? RSS along a run of ~1000 images.
 
     python tests/benchmarks/memory_growth.py FOLDER [FOLDER...] [--images 1000] [--precision fp32]
+        [--limit N] [--quick]
 
 The photos of the folders are repeated (as links in a temporary folder) until
 there are ``--images`` of them, then run through the same batch pipeline the
@@ -20,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import budget
+
 from bgremover.engine.batch import ItemDone, ItemFailed, run_batch
 from bgremover.engine.pipeline import Remover
 from bgremover.engine.plan import plan_batch
@@ -36,7 +39,10 @@ def main() -> int:
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--images", type=int, default=1000)
     parser.add_argument("--precision", default="fp32", choices=["fp32", "int8"])
-    args = parser.parse_args()
+    budget.add_arguments(parser, "images (caps --images)", {"limit": 30})
+    args = budget.parse_args(parser)
+    if args.limit:
+        args.images = min(args.images, args.limit)
 
     photos = [p for folder in args.folders for p in walk_images(folder)]
     if not photos:
@@ -55,8 +61,10 @@ def main() -> int:
         rss: dict[int, float] = {}
         count = failed = 0
         start = time.perf_counter()
+        estimate = budget.Estimate(args.images, "images", first=10)
         for event in run_batch(plan.jobs, remover):
             if isinstance(event, (ItemDone, ItemFailed)):
+                estimate.tick()
                 count += 1
                 failed += isinstance(event, ItemFailed)
                 if count in marks:

@@ -1,6 +1,7 @@
 """What ``--ray`` costs on one machine: the Ray batch against the plain batch.
 
     python tests/benchmarks/ray_batch.py FOLDER [FOLDER...] [--runs 3] [--model u2netp]
+        [--limit N] [--quick]
 
 Runs ``bgremover remove FOLDER... -o OUT`` as a process, plain and with ``--ray``, in turn
 (plain, ray, plain, ray, ...), each into a fresh folder, and prints each run's wall time
@@ -21,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import budget
 import numpy as np
 from PIL import Image
 
@@ -64,13 +66,16 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--model", default="u2netp")
     parser.add_argument("--ray", default=None, metavar="ADDRESS", help="join this cluster")
-    args = parser.parse_args()
-    base = [sys.executable, "-m", "bgremover", "remove", *map(str, args.folders)]
+    budget.add_arguments(parser, "photos of each folder", {"limit": 3, "runs": 1})
+    args = budget.parse_args(parser)
     common = ["--model", args.model, "--quiet"]
     ray_flag = ["--ray", args.ray] if args.ray else ["--ray"]
     # The model is obtained once, before timing anything.
     with tempfile.TemporaryDirectory(prefix="ray-batch-") as tmp:
         root = Path(tmp)
+        folders = budget.first_photos(args.folders, args.limit, root)
+        base = [sys.executable, "-m", "bgremover", "remove", *map(str, folders)]
+        estimate = budget.Estimate(args.runs, "runs (plain, then ray)")
         times: dict[str, list[float]] = {"plain": [], "ray": []}
         outputs: list[Path] = []
         for i in range(1, args.runs + 1):
@@ -80,6 +85,7 @@ def main() -> int:
                 times[kind].append(wall)
                 outputs.append(out)
                 print(f"run {i} {kind:5s} {wall:7.2f} s", flush=True)
+            estimate.tick()
         plain, ray = statistics.median(times["plain"]), statistics.median(times["ray"])
         ratios = [r / p for p, r in zip(times["plain"], times["ray"], strict=True)]
         count = len(files(outputs[0]))

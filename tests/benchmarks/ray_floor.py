@@ -1,6 +1,7 @@
 """The least a Ray Data batch can cost on this machine, before any photo is processed.
 
     python tests/benchmarks/ray_floor.py [--photos 31] [--runs 3]
+        [--limit N] [--quick]
 
 Each run is a process of its own that does what ``bgremover remove --ray`` must do
 whatever its stages compute — import Ray, start a local Ray, run a Ray Data pipeline
@@ -21,6 +22,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import budget
 
 CHILD = r"""
 import json, os, sys, time
@@ -62,8 +65,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--photos", type=int, default=31)
     parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
+    budget.add_arguments(parser, "rows (caps --photos)", {"runs": 1})
+    args = budget.parse_args(parser)
+    if args.limit:
+        args.photos = min(args.photos, args.limit)
     walls, parts = [], []
+    estimate = budget.Estimate(args.runs, "runs")
     for _ in range(args.runs):
         start = time.perf_counter()
         out = subprocess.run([sys.executable, "-c", CHILD, str(args.photos)],
@@ -73,6 +80,7 @@ def main() -> int:
         row = parts[-1]
         print(f"run: {walls[-1]:.2f} s wall (import {row['import']:.2f}, init {row['init']:.2f}, "
               f"pipeline {row['pipeline']:.2f}, shutdown {row['shutdown']:.2f})")  # fmt: skip
+        estimate.tick()
     print(f"median wall {statistics.median(walls):.2f} s over {args.runs} runs")
     for key in ("import", "init", "pipeline", "shutdown"):
         print(f"  {key}: median {statistics.median(p[key] for p in parts):.2f} s")

@@ -1,6 +1,7 @@
 """Choose a refinement parameter by leave-one-out cross-validation over two folders.
 
     python tests/benchmarks/refine_cv.py DATA_ROOT --param NAME V1,V2,...
+        [--limit N] [--quick]
 
 DATA_ROOT holds the two scored folders: ``matting`` (input/, gt/: ground truth,
 scored as SAD) and ``portraits`` (input/, reference_alpha/: scored as mean |Δα|).
@@ -23,6 +24,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import budget
 import numpy as np
 from PIL import Image
 
@@ -56,15 +58,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("data", type=Path)
     ap.add_argument("--param", nargs=2, metavar=("NAME", "VALUES"), required=True)
-    args = ap.parse_args()
+    budget.add_arguments(ap, "photos of each folder", {"limit": 3})
+    args = budget.parse_args(ap)
     name, values = args.param[0], args.param[1].split(",")
 
     remover = Remover.from_config(EngineConfig(model="u2netp", refine=True))
     ratios: dict[str, dict[str, float]] = {}
     errors: dict[str, dict[str, float]] = {}
     folder_of: dict[str, str] = {}
-    for folder, truth_dir, kind in FOLDERS:
-        for src in sorted((args.data / folder / "input").iterdir()):
+    found = [
+        budget.limited(sorted((args.data / folder / "input").iterdir()), args.limit)
+        for folder, _, _ in FOLDERS
+    ]
+    estimate = budget.Estimate(sum(map(len, found)), "photos")
+    for (folder, truth_dir, kind), sources in zip(FOLDERS, found, strict=True):
+        for src in sources:
             truth_path = args.data / folder / truth_dir / f"{src.stem}.png"
             truth = np.asarray(Image.open(truth_path).convert("L"))
             result = remover.remove(src)
@@ -78,6 +86,7 @@ def main() -> int:
                 refined = refine_alpha(result.image.rgb, result.mask, **{name: parse_value(value)})
                 errors[src.stem][value] = error(refined, truth, kind)
                 ratios[src.stem][value] = errors[src.stem][value] / max(base, 1e-9)
+            estimate.tick()
 
     photos = list(ratios)
     print(f"refined / unrefined error per photo, {name} =")

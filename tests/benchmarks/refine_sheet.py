@@ -2,6 +2,7 @@
 edge refinement, on a solid colour, side by side.
 
     python tests/benchmarks/refine_sheet.py FOLDER OUT.png [--colour "#ff00ff"] [--tile 360]
+        [--limit N] [--quick]
 
 Each row is one photo: the network's mask as rembg computes it (``--no-refine``), then the
 refined one, each on the colour (magenta by default: neither skin, sky nor foliage), so
@@ -15,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import budget
 import numpy as np
 from PIL import Image, ImageDraw
 
@@ -39,14 +41,16 @@ def main() -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--colour", default="#ff00ff")
     parser.add_argument("--tile", type=int, default=360)
-    args = parser.parse_args()
+    budget.add_arguments(parser, "photos", {"limit": 2})
+    args = budget.parse_args(parser)
     colour = parse_color(args.colour)
     plain, refined = Remover("u2netp", refine=False), Remover("u2netp")
-    photos = sorted(p for p in args.folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)
+    found = sorted(p for p in args.folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)
+    photos = budget.limited(found, args.limit)
     label, tile = 18, args.tile
     sheet = Image.new("RGB", (2 * tile + 12, len(photos) * (tile + label + 6)), "white")
     draw = ImageDraw.Draw(sheet)
-    for row, photo in enumerate(photos):
+    for row, photo in enumerate(budget.each(photos, "photos")):
         image = read_image(photo)
         y = row * (tile + label + 6)
         draw.text((4, y + 2), f"{photo.name}: --no-refine | refined", fill="black")

@@ -1,6 +1,7 @@
 """Score bgremover's masks against ground-truth alpha mattes.
 
     python tests/benchmarks/score_matting.py DATA_DIR [--model u2netp] [--rembg] [--matting]
+        [--limit N] [--quick]
 
 DATA_DIR holds input/, gt/ and optionally trimap/ with the same file names (the
 layout of the alphamatting.com training set); --truth reference_alpha scores
@@ -21,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import budget
 import numpy as np
 from PIL import Image
 
@@ -41,6 +43,21 @@ def score_folder(masks: Path, data: Path, truth: str = "gt") -> dict[str, dict[s
     return rows
 
 
+def first_photos(data: Path, truth: str, limit: int, work: Path) -> Path:
+    """DATA itself, or for a limit, a folder in ``work`` laid out as DATA with links to its
+    first ``limit`` photos, their reference alphas and their trimaps."""
+    if limit <= 0:
+        return data
+    subset = work / "data"
+    for src in budget.limited(sorted((data / "input").iterdir()), limit):
+        for folder, name in (("input", src.name), (truth, f"{src.stem}.png"),
+                             ("trimap", f"{src.stem}.png")):  # fmt: skip
+            if (data / folder / name).exists():
+                (subset / folder).mkdir(parents=True, exist_ok=True)
+                (subset / folder / name).symlink_to((data / folder / name).resolve())
+    return subset
+
+
 def rembg_masks(data: Path, out: Path, model: str, matting: bool = False) -> float:
     """rembg's masks (alpha channel of its cutout when matting); returns median s/image."""
     import os
@@ -53,7 +70,8 @@ def rembg_masks(data: Path, out: Path, model: str, matting: bool = False) -> flo
 
     session = new_session(model)
     times = []
-    for src in sorted((data / "input").iterdir()):
+    label = "photos (rembg -a)" if matting else "photos (rembg)"
+    for src in budget.each(sorted((data / "input").iterdir()), label):
         start = time.perf_counter()
         if matting:
             alpha = remove(Image.open(src), session=session, alpha_matting=True).getchannel("A")
@@ -106,9 +124,17 @@ def main() -> int:
         default="gt",
         help="folder of reference alphas under DATA (gt; reference_alpha for portraits)",
     )
-    args = parser.parse_args()
+    budget.add_arguments(parser, "photos", {"limit": 3})
+    args = budget.parse_args(parser)
     summary: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        args.data = first_photos(args.data, args.truth, args.limit, Path(tmp))
+        photos = len(list((args.data / "input").iterdir()))
+        estimate = budget.Estimate(
+            3,
+            f"passes over {photos} photos (2 CLI batches, the refinement's timing)",
+            then=", then rembg" if args.rembg or args.matting else "",
+        )
         for label, extra in (("bgremover", []), ("bgremover --no-refine", ["--no-refine"])):
             out = Path(tmp) / label.replace(" ", "_")
             cmd = [sys.executable, "-m", "bgremover", "remove", str(args.data / "input"),
@@ -116,6 +142,7 @@ def main() -> int:
             subprocess.run(cmd, check=True)
             rows = score_folder(out, args.data, args.truth)
             summary[label] = print_table(f"{label} {args.model}", rows)
+            estimate.tick()
         summary["bgremover"]["seconds"] = refine_seconds(args.data, args.model)
         runs = [("rembg", False)] if args.rembg else []
         runs += [("rembg -a", True)] if args.matting else []

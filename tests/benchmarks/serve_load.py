@@ -2,6 +2,7 @@
 
     python tests/benchmarks/serve_load.py FOLDER [FOLDER...] --requests 2000 --concurrency 16
     python tests/benchmarks/serve_load.py FOLDER... --requests 500 --concurrency 16 --faults
+    python tests/benchmarks/serve_load.py FOLDER... [--limit N] [--quick]
 
 Starts the server (a subprocess), warms it with each photo once, then sends the photos
 round-robin (alternately to /api/remove and /v1.0/removebg, PNG cutouts) from an
@@ -54,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+import budget  # noqa: E402
 from tracing import contacts, is_local  # noqa: E402
 
 from bgremover.files.imaging import walk_images  # noqa: E402
@@ -152,6 +154,7 @@ class Load:
         self.wrong: list[str] = []
         self.rss_200 = -1
         self.done = 0
+        self.estimate: budget.Estimate | None = None
         bomb = png_declaring(30000, 30000)
         self.faults = [
             ("truncated", 400),
@@ -258,6 +261,8 @@ class Load:
             self.hashes[photo].add(hashlib.sha256(r.content).hexdigest())
             self.samples.setdefault(photo, r.content)
         self.done += 1
+        if self.estimate is not None:
+            self.estimate.tick()
         if self.done == 200:
             self.rss_200 = rss_of((await client.get("/metrics")).text)
 
@@ -306,6 +311,9 @@ class Load:
                     await self.one(client, queue.get_nowait())
 
             t0 = time.perf_counter()
+            self.estimate = budget.Estimate(
+                n, "requests", first=self.args.concurrency, then=", then the CLI batch"
+            )
             await asyncio.gather(*(worker() for _ in range(self.args.concurrency)))
             elapsed = time.perf_counter() - t0
             self.rss_end = rss_of((await client.get("/metrics")).text)
@@ -343,7 +351,10 @@ def main() -> int:
     )
     parser.add_argument("--strace", action="store_true", help="count outbound connect() calls")
     parser.add_argument("--cli-copies", type=int, default=4)
-    args = parser.parse_args()
+    budget.add_arguments(parser, "requests (caps --requests)", {"limit": 50, "cli_copies": 1})
+    args = budget.parse_args(parser)
+    if args.limit:
+        args.requests = min(args.requests, args.limit)
 
     photos = [p for folder in args.folders for p in walk_images(folder)]
     if not photos:

@@ -1,6 +1,7 @@
 """How much slow clients delay a normal request to ``bgremover serve``, on loopback.
 
     python tests/benchmarks/slow_clients.py [--uploads 50] [--headers 200] [--runs 7]
+        [--limit N] [--quick]
 
 Starts the server (a subprocess, u2netp, its default workers and queue), then times a
 normal request (a 451x300 photo to /api/remove) ``--runs`` times with nobody else
@@ -32,6 +33,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
+import budget  # noqa: E402
 from test_serve import CHELSEA, running  # noqa: E402
 from test_serve_hostile import slow_headers, slow_upload  # noqa: E402
 
@@ -62,12 +64,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--end-wait", type=float, default=90.0, help="seconds to wait for the cut-offs"
     )
-    args = parser.parse_args(argv)
+    budget.add_arguments(parser, "runs (caps --runs)", {"limit": 2})
+    args = budget.parse_args(parser, argv)
+    if args.limit:
+        args.runs = min(args.runs, args.limit)
     data = CHELSEA.read_bytes()
     with running() as server:
         timed_request(server.url, data)  # warm
         quiet, attacked = [], []
         sockets: list[socket.socket] = []
+        then = f", then up to {args.end_wait:g} s (--end-wait) for the cut-offs"
+        estimate = budget.Estimate(args.runs, "runs", then=then)
         for run in range(args.runs):
             quiet.append(timed_request(server.url, data))
             for sock in sockets:
@@ -78,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             attacked.append(timed_request(server.url, data))
             print(f"run {run + 1}: alone {quiet[-1]:.3f} s, with {len(sockets)} slow clients "
                   f"{attacked[-1]:.3f} s", flush=True)  # fmt: skip
+            estimate.tick()
         endings = collections.Counter(ending(s, opened, args.end_wait) for s in sockets)
         for sock in sockets:
             sock.close()

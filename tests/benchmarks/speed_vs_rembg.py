@@ -1,6 +1,7 @@
 """Time rembg and bgremover on the same folder, in the same run.
 
     python tests/benchmarks/speed_vs_rembg.py FOLDER [FOLDER...] [--runs 3] [--model u2netp]
+        [--limit N] [--quick]
 
 Each tool runs as its own process over all images of the folders, alternately,
 ``--runs`` times. Printed per tool: median wall time, seconds per image, peak
@@ -23,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import budget
 
 from bgremover.files.imaging import walk_images
 from bgremover.network.models import ModelStore
@@ -66,9 +69,11 @@ def main() -> int:
         default=["fp32", "int8"],
         help="bgremover precisions to time (each its own row)",
     )
-    args = parser.parse_args()
+    budget.add_arguments(parser, "images", {"limit": 3, "runs": 1})
+    args = budget.parse_args(parser)
 
     images = [p for folder in args.folders for p in walk_images(folder)]
+    images = budget.limited(images, args.limit)
     model_dir = ModelStore().ensure(args.model).parent
     env = {**os.environ, "U2NET_HOME": str(model_dir)}
     work = Path(tempfile.mkdtemp(prefix="bgremover-bench-"))
@@ -91,6 +96,7 @@ def main() -> int:
         **{f"bgremover {p}": ours(p) for p in args.precision},
     }
     results: dict[str, list[tuple[float, int, int]]] = {name: [] for name in tools}
+    estimate = budget.Estimate(args.runs * len(tools), f"batches of {len(inputs)} images")
     try:
         for _ in range(args.runs):
             for name, command in tools.items():
@@ -99,6 +105,7 @@ def main() -> int:
                 out.mkdir()
                 seconds, rss = timed(command(out), env)
                 results[name].append((seconds, rss, folder_bytes(out)))
+                estimate.tick()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

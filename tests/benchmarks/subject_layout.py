@@ -2,6 +2,7 @@
 
     python tests/benchmarks/subject_layout.py [--data ../shared/data]
         [--folders photos matting portraits] [--before] [--shares 0.01 0.05 ...]
+        [--limit N] [--quick]
 
 For every photo of the folders and every built-in preset that crops or puts the subject
 on a canvas, one row: how far the subject's centre is from the canvas's (in % of the
@@ -30,6 +31,7 @@ import statistics
 import sys
 from pathlib import Path
 
+import budget
 import numpy as np
 from PIL import Image
 
@@ -100,7 +102,8 @@ def main() -> int:
     parser.add_argument("--folders", nargs="+", default=list(FOLDERS), choices=list(FOLDERS))
     parser.add_argument("--before", action="store_true", help="also the box of alpha > 10")
     parser.add_argument("--shares", nargs="+", type=float, help="PART_SHARE values to try")
-    args = parser.parse_args()
+    budget.add_arguments(parser, "photos of each folder", {"limit": 2})
+    args = budget.parse_args(parser)
 
     from bgremover.engine.pipeline import Remover
     from bgremover.export.compose import enlargement
@@ -125,9 +128,13 @@ def main() -> int:
     print(head)
     failed: dict[str, list[str]] = {}
     worst: dict[tuple[str, str], list[float]] = {}
-    for key in args.folders:
-        inputs, refs = FOLDERS[key]
-        for photo in walk_images(args.data / inputs):
+    found = [
+        budget.limited(walk_images(args.data / FOLDERS[k][0]), args.limit) for k in args.folders
+    ]
+    estimate = budget.Estimate(sum(map(len, found)), "photos")
+    for key, images in zip(args.folders, found, strict=True):
+        refs = FOLDERS[key][1]
+        for photo in images:
             alpha = remover.remove(photo).alpha
             reference = reference_alpha(args.data / refs, photo, alpha.shape) if refs else None
             plain = Subject(_bounds(alpha > 10))
@@ -157,6 +164,7 @@ def main() -> int:
                 worst.setdefault((key, label + " out"), []).append(most)
                 if reference is not None:
                     worst.setdefault((key, label + " cut"), []).append(cut)
+            estimate.tick()
     print()
     for (key, name), values in worst.items():
         if name.endswith((" out", " cut")):

@@ -1,6 +1,7 @@
 """The README's touch-up figures: before/after pictures made by the engine's own tools.
 
     python tests/benchmarks/touchup_figures.py PHOTOS_DIR OUT_DIR [--clicks-on IMAGE GT]
+        [--limit N] [--quick]
 
 - ``touchup-hair.png``: matplotlib's Grace Hopper portrait (public domain). u2netp keeps
   a purple halo of the flag behind her along the hat and the hair; one edge-aware erase
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +28,7 @@ from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import budget
 from clicks import next_click
 
 from bgremover import Remover
@@ -106,19 +109,31 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--clicks-on", nargs=2, type=Path, metavar=("IMAGE", "GT"))
     parser.add_argument("--clicks", type=int, default=8)
-    args = parser.parse_args()
+    budget.add_arguments(parser, "figures (hair, clicks)", {"limit": 1})
+    args = budget.parse_args(parser)
     args.out.mkdir(parents=True, exist_ok=True)
     remover = Remover("u2netp", providers="cpu")
+    figures: list[tuple[str, Callable[[], Image.Image]]]
     if args.clicks_on:
         image, gt = args.clicks_on
         truth = np.asarray(Image.open(gt).convert("L"))
-        fig = clicks_figure(image, remover, truth=truth, count=args.clicks)
-        fig.save(args.out / f"touchup-clicks-{image.stem}.png", optimize=True)
-        return
-    hair_figure(args.photos, remover).save(args.out / "touchup-hair.png", optimize=True)
-    astronaut = args.photos / "skimage_astronaut.png"
-    fig = clicks_figure(astronaut, remover, clicks=ASTRONAUT_CLICKS)
-    fig.save(args.out / "touchup-clicks.png", optimize=True)
+        figures = [
+            (
+                f"touchup-clicks-{image.stem}.png",
+                lambda: clicks_figure(image, remover, truth=truth, count=args.clicks),
+            )
+        ]
+    else:
+        astronaut = args.photos / "skimage_astronaut.png"
+        figures = [
+            ("touchup-hair.png", lambda: hair_figure(args.photos, remover)),
+            (
+                "touchup-clicks.png",
+                lambda: clicks_figure(astronaut, remover, clicks=ASTRONAUT_CLICKS),
+            ),
+        ]
+    for name, make in budget.each(budget.limited(figures, args.limit), "figures"):
+        make().save(args.out / name, optimize=True)
 
 
 if __name__ == "__main__":
