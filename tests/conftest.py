@@ -100,21 +100,57 @@ def pytest_configure(config: pytest.Config) -> None:
         _copy_models(kept_cache() / "models", _HOME / "models", verify=False)
 
 
-#: The quick tier, ``pytest -m "not slow"`` (CONTRIBUTING.md), leaves out what needs Ray,
-#: a real X server, the real API clients or strace, IS-Net or an int8 build (modules and
-#: fixtures below), and the tests marked ``slow`` for the seconds they take of their own.
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--quick",
+        action="store_true",
+        help="the quick tier: leave out the tests marked slow or model (CONTRIBUTING.md)",
+    )
+
+
+#: ``-m "not slow"`` leaves out what needs Ray, a real X server, the real API clients or
+#: strace, IS-Net or an int8 build (modules and fixtures below), and the tests marked
+#: ``slow`` for the seconds they take of their own.
 SLOW_MODULES = frozenset(
     {"test_distributed", "test_privacy", "test_real_clients", "test_startup", "test_best"}
 )
 SLOW_FIXTURES = frozenset({"u2netp_int8_path", "python_clients", "npm_clients"})
+#: A test that asks for the real model is marked ``model``, whether or not it says so.
+MODEL_FIXTURES = frozenset({"u2netp_path"})
+#: Run first, in this order, each on a worker that has run nothing else yet (``-n``; the
+#: rest keep their order, pyproject.toml's ``--no-loadscope-reorder``): the files that
+#: hold IS-Net beside u2netp (a 2 GB peak of their own, on top of the 1-2 GB of caches a
+#: worker holds by the end) and the longest files, so that no worker is left with one
+#: when the other has finished.
+FIRST_MODULES = (
+    "test_best",
+    "test_gui_best",
+    "test_families",
+    "test_distributed",
+    "test_privacy",
+    "test_serve_hostile",
+    "test_real_clients",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    slow = pytest.mark.slow
+    """Marks what is slow or needs the real model; ``--quick`` leaves out both."""
     for item in items:
         module = item.module.__name__ if getattr(item, "module", None) else ""
-        if module in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(slow)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if module in SLOW_MODULES or SLOW_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.slow)
+        if MODEL_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.model)
+    first = {name: rank for rank, name in enumerate(FIRST_MODULES)}
+    items.sort(key=lambda item: first.get(getattr(item.module, "__name__", ""), len(first)))
+    if config.getoption("quick"):
+        kept, left = [], []
+        for item in items:
+            quick = not (item.get_closest_marker("slow") or item.get_closest_marker("model"))
+            (kept if quick else left).append(item)
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -155,18 +191,20 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     """
     had_widgets = bool(getattr(item, "qt_widgets", None))
     yield
-    if had_widgets and "PySide6" in sys.modules:
-        from PySide6.QtCore import QCoreApplication, QEvent
-
-        if QCoreApplication.instance() is not None:
-            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-            gc.collect()
-            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     module_ends = nextitem is None or getattr(nextitem, "module", None) is not getattr(
         item, "module", None
     )
     if had_widgets or module_ends or _rss() - _RSS_AFTER_CLEANUP[0] > _RSS_GROWTH:
+        deferred = had_widgets and "PySide6" in sys.modules
+        if deferred:
+            from PySide6.QtCore import QCoreApplication, QEvent
+
+            deferred = QCoreApplication.instance() is not None
+        if deferred:
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         gc.collect()
+        if deferred:
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         if sys.platform.startswith("linux"):
             with contextlib.suppress(OSError, AttributeError):
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
