@@ -133,17 +133,21 @@ FIRST_MODULES = (
 )
 
 
+def _module_name(item: pytest.Item) -> str:
+    module = getattr(item, "module", None)
+    return module.__name__ if module is not None else ""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Marks what is slow or needs the real model; ``--quick`` leaves out both."""
     for item in items:
-        module = item.module.__name__ if getattr(item, "module", None) else ""
         fixtures = set(getattr(item, "fixturenames", ()))
-        if module in SLOW_MODULES or SLOW_FIXTURES & fixtures:
+        if _module_name(item) in SLOW_MODULES or SLOW_FIXTURES & fixtures:
             item.add_marker(pytest.mark.slow)
         if MODEL_FIXTURES & fixtures:
             item.add_marker(pytest.mark.model)
     first = {name: rank for rank, name in enumerate(FIRST_MODULES)}
-    items.sort(key=lambda item: first.get(getattr(item.module, "__name__", ""), len(first)))
+    items.sort(key=lambda item: first.get(_module_name(item), len(first)))
     if config.getoption("quick"):
         kept, left = [], []
         for item in items:
@@ -173,6 +177,15 @@ def _rss() -> int:
         return 0
 
 
+def _delete_later_now() -> None:
+    """Deletes the Qt objects whose deleteLater() is pending, where an app exists."""
+    if "PySide6" in sys.modules:
+        from PySide6.QtCore import QCoreApplication, QEvent
+
+        if QCoreApplication.instance() is not None:
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """What a test or a module held is handed back when it ends, not when the suite does.
@@ -195,16 +208,11 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         item, "module", None
     )
     if had_widgets or module_ends or _rss() - _RSS_AFTER_CLEANUP[0] > _RSS_GROWTH:
-        deferred = had_widgets and "PySide6" in sys.modules
-        if deferred:
-            from PySide6.QtCore import QCoreApplication, QEvent
-
-            deferred = QCoreApplication.instance() is not None
-        if deferred:
-            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        if had_widgets:
+            _delete_later_now()
         gc.collect()
-        if deferred:
-            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        if had_widgets:
+            _delete_later_now()  # what the collected wrappers' deleteLater() posted
         if sys.platform.startswith("linux"):
             with contextlib.suppress(OSError, AttributeError):
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
