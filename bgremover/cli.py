@@ -865,6 +865,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
         stopped=finished.stopped,
         guarded=guarded,
         doubtful=doubtful,
+        doubts_named=log.isEnabledFor(logging.INFO),  # each doubt_line was logged
     )
 
 

@@ -520,4 +520,5 @@ def cmd_remove_ray(
         stopped=stopped,
         guarded=guarded,
         doubtful=doubtful,
+        doubts_named=log.isEnabledFor(logging.INFO),  # each doubt_line was logged
     )

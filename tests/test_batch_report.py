@@ -46,6 +46,19 @@ def test_the_summary_says_the_counts_and_the_status_says_whether_any_failed(caps
     )
 
 
+def test_the_doubt_note_sends_to_v_only_where_the_doubts_were_not_named(capsys) -> None:
+    common = dict(redone={}, seconds=1.0, where=None, stopped=None, guarded=[], doubtful=2)
+    report_summary(done=2, skipped=0, failed=0, **common)
+    assert capsys.readouterr().err == (
+        "bgremover: 2 written in 1.0 s\n"
+        "bgremover: 2 cutouts may be wrong (run with -v to see which and why).\n"
+    )
+    report_summary(done=2, skipped=0, failed=0, doubts_named=True, **common)
+    assert capsys.readouterr().err == (
+        "bgremover: 2 written in 1.0 s\nbgremover: 2 cutouts may be wrong.\n"
+    )
+
+
 def test_an_output_not_there_is_made(tmp_path: Path) -> None:
     photo = tmp_path / "photo.jpg"
     photo.write_bytes(b"not really a photo, but bytes to record")

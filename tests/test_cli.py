@@ -172,6 +172,20 @@ def test_exit_codes_and_output_rules_in_help() -> None:
 
 
 @pytest.mark.model
+def test_the_doubt_summary_sends_to_v_only_without_it(tmp_path: Path, u2netp_path: Path) -> None:
+    """u2netp is unsure of the rocket: without -v the summary counts it and says how to
+    see which; with -v the line naming it is above, so the summary only counts it."""
+    rocket = str(DATA / "skimage_rocket.jpg")
+    plain = cli("remove", rocket, "-o", str(tmp_path / "plain"), check=True)
+    assert "bgremover: 1 cutout may be wrong (run with -v to see which and why)." in plain.stderr
+    assert f"{rocket}: this cutout may be wrong" not in plain.stderr
+    named = cli("remove", rocket, "-o", str(tmp_path / "named"), "-v", check=True)
+    assert f"{rocket}: this cutout may be wrong" in named.stderr
+    assert "bgremover: 1 cutout may be wrong.\n" in named.stderr
+    assert "run with -v" not in named.stderr
+
+
+@pytest.mark.model
 def test_quiet_and_verbose_before_and_after_the_command(tmp_path: Path, u2netp_path: Path) -> None:
     """`-v` works in both places, and the command's own default does not undo the first."""
     info = "INFO bgremover: Model u2netp on CPUExecutionProvider"

@@ -216,12 +216,15 @@ def doubt_line(source: Path, doubts: Sequence[str], model: str) -> str:
     )
 
 
-def doubt_note(doubtful: int) -> str:
-    """The summary's note on the cutouts in doubt; "" when none is."""
+def doubt_note(doubtful: int, named: bool = False) -> str:
+    """The summary's note on the cutouts in doubt; "" when none is. ``named``: the run
+    printed each one's :func:`doubt_line` (``-v``), so the note does not send the user
+    to -v for what is already above it."""
     if not doubtful:
         return ""
     many = "cutout" if doubtful == 1 else "cutouts"
-    return f"{doubtful} {many} may be wrong (run with -v to see which and why)."
+    hint = "" if named else " (run with -v to see which and why)"
+    return f"{doubtful} {many} may be wrong{hint}."
 
 
 def report_summary(
@@ -235,13 +238,14 @@ def report_summary(
     stopped: str | None,
     guarded: Iterable[GuardCheck | None],
     doubtful: int = 0,
+    doubts_named: bool = False,
 ) -> int:
     """Print a batch's summary on stderr and return its exit status.
 
     The summary: the counts, the time and where the outputs are (``where``, from
     :func:`written_place`); why it stopped early, if it did; how many cutouts are in
-    doubt (:func:`doubt_note`); the int8 guard's note, if any. ``failed`` counts the
-    inputs skipped before the batch as well.
+    doubt (:func:`doubt_note`; ``doubts_named``: their lines were printed); the int8
+    guard's note, if any. ``failed`` counts the inputs skipped before the batch as well.
     """
     from ..network.guard import CLI_HINT
     from ..network.guard import summary as guard_summary
@@ -251,6 +255,6 @@ def report_summary(
     summary += f" -> {where}" if where is not None else ""
     if stopped:
         summary += f"\nbgremover: stopped early: {stopped}"
-    notes = [n for n in (doubt_note(doubtful), guard_summary(guarded, CLI_HINT)) if n]
+    notes = [n for n in (doubt_note(doubtful, doubts_named), guard_summary(guarded, CLI_HINT)) if n]
     err(summary + "".join(f"\nbgremover: {n}" for n in notes))
     return EXIT_SOME_FAILED if failed else EXIT_OK
