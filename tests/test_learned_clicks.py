@@ -19,6 +19,7 @@ from bgremover.errors import EditsError
 from bgremover.network.models import PROMPT_MODELS, ModelStore
 from bgremover.touchup.edit import Editor, Edits, Operation, apply_edits
 from bgremover.touchup.learned import agreed, confirms, learned_click
+from bgremover.touchup.regions import changes_nothing
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -223,6 +224,30 @@ def test_results_that_share_only_the_clicked_pixel_keep_the_sharper_one() -> Non
     # One result that changed nothing: the other, as sharper() keeps it.
     new, box = agreed(rgb, before, (before.copy(), None), second, True, (100.5, 100.5))
     assert new is on_edge
+
+
+def test_a_colour_click_that_found_nothing_leaves_the_model_s_part_whole() -> None:
+    """A missed part with the background's colours (a blurred face before a grey wall):
+    the classical click moves only the pixels at the click, and what both change would be
+    nothing; the model's part is taken whole. Not the other way round: a model's result
+    that changes little keeps the rule of what both change."""
+    rgb = np.full((200, 200, 3), 128, np.uint8)  # one colour: no edge to prefer either
+    before = np.zeros((200, 200), np.uint8)
+    model = before.copy()
+    model[50:150, 50:150] = 255  # a quarter of the photo
+    colour = before.copy()
+    colour[99:102, 99:102] = 255  # 9 pixels: under NO_CHANGE_SHARE (40 here)
+    new, box = agreed(
+        rgb, before, (model, (50, 50, 150, 150)), (colour, (99, 99, 102, 102)), True, (100, 100)
+    )
+    assert new is model and box == (50, 50, 150, 150)
+    assert changes_nothing(before, colour, (99, 99, 102, 102))
+    assert not changes_nothing(before, model, (50, 50, 150, 150))
+    # The model's result small, the colour click's large: still what both change.
+    new, box = agreed(
+        rgb, before, (colour, (99, 99, 102, 102)), (model, (50, 50, 150, 150)), True, (100, 100)
+    )
+    assert new[100, 100] == 255 and int((new >= 128).sum()) == 9
 
 
 def test_a_second_click_on_what_the_model_proposed_takes_the_model_at_its_word() -> None:

@@ -42,7 +42,7 @@ from typing import Protocol
 import cv2
 import numpy as np
 
-from .regions import Box, changed_box, refine_change
+from .regions import Box, changed_box, changes_nothing, refine_change
 
 __all__ = [
     "MAX_SHARE",
@@ -53,6 +53,7 @@ __all__ = [
     "learned_click",
     "proposed",
     "sharper",
+    "whole",
 ]
 
 #: A proposal over more than this share of the photo is not an object: fall back.
@@ -253,6 +254,30 @@ def _union(a: Box, b: Box) -> Box:
     return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
 
 
+def whole(
+    rgb: np.ndarray,
+    before: np.ndarray,
+    model: tuple[np.ndarray, Box | None],
+    colour: tuple[np.ndarray, Box | None],
+) -> tuple[np.ndarray, Box | None]:
+    """Of the click model's result and the classical click's for one click on ``before``
+    (mask, changed box), one kept whole: the model's when the classical click found no
+    region (it changed nothing the user can see,
+    :func:`~bgremover.touchup.regions.changes_nothing`) and the model's result changed
+    something; otherwise the one whose outline sits better on the photo's edges
+    (:func:`sharper`).
+
+    Where the missed part has the colours of the background around it (a blurred face
+    before a grey wall), the classical click, by colour alone, moves only the pixels at
+    the click, and an edge comparison would keep that (the old outline along textured
+    hair has stronger edges than a blurred face's): the click then changed nothing. Not
+    the other way round: a model's result that changes little may say the mask already
+    holds the object, which the classical click's region does not make wrong."""
+    if not changes_nothing(before, *model) and changes_nothing(before, *colour):
+        return model
+    return sharper(rgb, before, model, colour)
+
+
 def agreed(
     rgb: np.ndarray,
     before: np.ndarray,
@@ -261,14 +286,14 @@ def agreed(
     add: bool,
     point: tuple[float, float],
 ) -> tuple[np.ndarray, Box | None]:
-    """Of two results of one Add / Remove click on ``before`` (mask, changed box), what
-    both change: an Add raises each pixel to the lower of the two, a Remove lowers it to
-    the higher, so a pixel only one of them moved stays as it was. Where they agree on
-    nothing but the clicked pixel (neither side, cut at 128, moves anywhere else), the
-    click still does something: the one whose outline sits better on the photo's edges
-    (:func:`sharper`)."""
-    if first[1] is None or second[1] is None:
-        return sharper(rgb, before, first, second)
+    """Of the click model's result (``first``) and the classical click's (``second``) for
+    one Add / Remove click on ``before`` (mask, changed box), what both change: an Add
+    raises each pixel to the lower of the two, a Remove lowers it to the higher, so a
+    pixel only one of them moved stays as it was. Where they agree on nothing but the
+    clicked pixel (neither side, cut at 128, moves anywhere else), or the classical click
+    found no region, the click still does something: one of them whole (:func:`whole`)."""
+    if first[1] is None or second[1] is None or changes_nothing(before, *second):
+        return whole(rgb, before, first, second)
     both = np.minimum(first[0], second[0]) if add else np.maximum(first[0], second[0])
     box = _union(first[1], second[1])
     x0, y0, x1, y1 = box
@@ -277,7 +302,7 @@ def agreed(
     if 0 <= py < flipped.shape[0] and 0 <= px < flipped.shape[1]:
         flipped[py, px] = False
     if not flipped.any():
-        return sharper(rgb, before, first, second)
+        return whole(rgb, before, first, second)
     return both, changed_box(before, both, box)
 
 

@@ -66,7 +66,7 @@ from PIL import Image
 
 from ..errors import EditsError
 from ..mask.refine import refine_alpha
-from .learned import Prompter, agreed, box_mask, confirms, learned_click, sharper
+from .learned import Prompter, agreed, box_mask, confirms, learned_click, sharper, whole
 from .regions import Box, apply_click, changed_box
 
 __all__ = [
@@ -730,7 +730,7 @@ def _clicked(add: bool) -> Apply:
         if made is None:
             made = classic
         elif prompt is not None and confirms(alpha, (x, y), add, ctx.clicks, prompt):
-            made = sharper(ctx.rgb, alpha, made, classic)
+            made = whole(ctx.rgb, alpha, made, classic)
         else:
             # What both results change (docs/decisions/0014).
             made = agreed(ctx.rgb, alpha, made, classic, add, (x, y))
