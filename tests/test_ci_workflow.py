@@ -288,6 +288,23 @@ def test_ci_runs_the_wheel_smoke_after_the_checks() -> None:
     assert "BGREMOVER_REQUIRE_CI_TOOLS=1" in text
 
 
+def test_ci_installs_the_system_libraries_by_the_readmes_line() -> None:
+    """.ci/run and every workflow that installs Debian packages run the README's set-up
+    line as packaging/setup_line.py prints it, so the line users copy is the one tested
+    (on Debian by .ci/run, on Ubuntu by the workflows); .ci/run adds only the tests'
+    own tools."""
+    run_readme_line = 'sh -ec "$(python3 packaging/setup_line.py)"'
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert run_readme_line in ci
+    apt = [line.strip() for line in ci.splitlines() if "apt-get install" in line]
+    assert apt == ["apt-get install -y -qq xvfb strace >/dev/null"]
+    workflows = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+    using = [w.name for w in workflows if run_readme_line in w.read_text(encoding="utf-8")]
+    assert using == ["bundles.yml", "release.yml", "tests.yml"]
+    for workflow in workflows:
+        assert "apt-get" not in workflow.read_text(encoding="utf-8"), workflow.name
+
+
 def test_ci_prints_its_own_cost_whether_it_passes_or_fails(tmp_path: Path) -> None:
     """Each step of .ci/run goes through .ci/cost.py; its report is one line with each
     step's wall time, CPU time and peak memory, a failed step marked."""

@@ -333,10 +333,13 @@ def test_message_for_missing_libraries_gives_the_apt_line() -> None:
         "bgremover-gui: the app cannot start: Qt's X11 (xcb) platform plugin needs libraries "
         "this system lacks: libxcb-icccm.so.4, libxcb-keysyms.so.1"
     )
-    assert lines[1].endswith(f": {startup.apt_install()} libxcb-icccm4 libxcb-keysyms1")
-    # As root (a container) there is often no sudo; as anyone else apt needs it.
-    assert startup.apt_install() == (
-        "apt-get install" if os.geteuid() == 0 else "sudo apt-get install"
+    # As root (a container) there is often no sudo; as anyone else apt needs it. The
+    # package lists come first (a fresh container has none), and -y asks nothing.
+    sudo = "" if os.geteuid() == 0 else "sudo "
+    assert startup.apt_sudo() == sudo
+    assert lines[1] == (
+        f"  On Debian or Ubuntu install them with: {sudo}apt-get update && "
+        f"{sudo}apt-get install -y libxcb-icccm4 libxcb-keysyms1"
     )
     assert "On other systems" in lines[2]
 
@@ -382,8 +385,25 @@ def test_x_server_reachable_only_judges_local_displays() -> None:
 def test_readme_apt_line_installs_what_the_app_would_ask_for() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Install and run", 1)[1].split("\n## ", 1)[0]
-    line = re.search(r"\$\(command -v sudo\) apt-get install ([^`]+?)\n```", section, re.S)
+    line = re.search(r"\$\(command -v sudo\) apt-get install -y ([^`]+?)\n```", section, re.S)
     assert line is not None
     documented = set(line.group(1).replace("\\\n", " ").split())
     wayland = {"libwayland-client0", "libwayland-cursor0", "libwayland-egl1"}
     assert documented == {"python3-venv"} | (set(startup.DEBIAN_PACKAGES.values()) - wayland)
+
+
+def test_the_readme_line_is_the_one_ci_runs_and_the_apps_form() -> None:
+    """The line CI runs (packaging/setup_line.py prints it for .ci/run and the workflows)
+    is the README's, in the form of the app's hint, for root and for sudo alike."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "packaging"))
+    try:
+        from setup_line import setup_line
+    finally:
+        sys.path.pop(0)
+    line = setup_line()
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert "## Install and run" in readme.split(line, 1)[0]  # the line of "Install and run"
+    words = line.replace("\\\n", " ").split()
+    packages = words[words.index("-y") + 1 :]
+    assert " ".join(words) == startup.apt_line(packages, "$(command -v sudo) ")
+    assert packages[0] == "python3-venv" and len(set(packages)) == len(packages)

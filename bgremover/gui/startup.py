@@ -173,10 +173,18 @@ def unreachable_display_message(display: str) -> str:
     )
 
 
-def apt_install() -> str:
-    """The apt command that works for this user: root has no ``sudo`` in most containers."""
+def apt_sudo() -> str:
+    """What goes before each ``apt-get`` for this user: root has no ``sudo`` in most
+    containers (the README's line says ``$(command -v sudo) `` for both)."""
     as_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    return "apt-get install" if as_root else "sudo apt-get install"
+    return "" if as_root else "sudo "
+
+
+def apt_line(packages: Iterable[str], sudo: str) -> str:
+    """The line that installs ``packages`` on a fresh Debian or Ubuntu, in the README's
+    form: the package lists fetched first (a fresh container has none), then the install
+    with no question asked (``-y``); ``sudo`` goes before each ``apt-get``."""
+    return f"{sudo}apt-get update && {sudo}apt-get install -y {' '.join(packages)}"
 
 
 def missing_libraries_message(platform: str, missing: Sequence[str]) -> str:
@@ -186,9 +194,7 @@ def missing_libraries_message(platform: str, missing: Sequence[str]) -> str:
         f"plugin needs libraries this system lacks: {', '.join(missing)}"
     ]
     if packages:
-        lines.append(
-            f"  On Debian or Ubuntu install them with: {apt_install()} " + " ".join(packages)
-        )
+        lines.append(f"  On Debian or Ubuntu install them with: {apt_line(packages, apt_sudo())}")
     if unknown:
         lines.append(f"  (no Debian package known for {', '.join(unknown)})")
     lines.append(
