@@ -256,6 +256,43 @@ def test_results_made_with_another_model_say_they_are_out_of_date(qtbot, tiny_re
     assert first.processed is not None and first.processed.config.model == tiny_registered
 
 
+def test_save_all_marks_the_rows_saved_and_quitting_asks_nothing_of_them(
+    qtbot, tiny_registered, tmp_path
+) -> None:
+    """Issue #53: after Save All with another model the rows said "done · out of date",
+    and once the model was switched back Quit said none of them had been saved."""
+    window = make_window(qtbot)
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        window.add_paths([SAMPLE, DATA / "skimage_chelsea.png"])
+    first, second = window.queue.entries()
+
+    def statuses() -> list[str]:
+        rows = [row_text(window, i).split("\n", 1)[1].split(" · ") for i in (0, 1)]
+        return [" · ".join(p for p in parts if p != DOUBT_MARK) for parts in rows]
+
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        select_data(window.panel.model_box, tiny_registered)
+    assert statuses() == ["done", "done · out of date"]
+    assert window._quit_question() == "2 cutouts have not been saved, none of them with edits."
+    out = tmp_path / "out"
+    with qtbot.waitSignal(window.engine.ended, timeout=WAIT_MS) as ended:
+        assert window.save_many.save_to(window.queue.entries(), out) is not None
+    assert ended.args[0].state is JobState.DONE
+    assert sorted(p.name for p in out.iterdir()) == ["sample.png", "skimage_chelsea.png"]
+    # What is on disk is the current model's: saved, and not out of date.
+    assert statuses() == ["saved", "saved"]
+    assert "no longer the setting" not in row_tooltip(window, 1)
+    assert window._quit_question() == ""
+    # Back to the model the second was made with: still saved, and Quit asks nothing.
+    with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
+        select_data(window.panel.model_box, "u2netp")
+    assert statuses() == ["saved", "saved"]
+    assert not first.unsaved and not second.unsaved and window.unsaved_entries() == []
+    assert window._quit_question() == ""
+    # The image shown is not the file written (another model made it): the title says so.
+    assert window.current_entry().shown_unsaved and window.isWindowModified()
+
+
 @pytest.fixture()
 def engine_notes():
     """The engine's INFO notes on, as the app's main() sets them."""

@@ -36,6 +36,9 @@ EDITED_MARK = "✎ edited"
 OUT_OF_DATE_MARK = "out of date"
 #: What the queue's row adds for a cutout the evidence of its mask says may be wrong.
 DOUBT_MARK = "check it"
+#: What the queue's row says in place of "done" once the cutout was written with the
+#: edits it has now (see :attr:`QueueEntry.unsaved`).
+SAVED_WORD = "saved"
 
 
 def doubt_sentence(doubts: tuple[str, ...], offer_best: bool = True) -> str:
@@ -439,16 +442,30 @@ class QueueEntry:
 
     @property
     def unsaved(self) -> bool:
-        """It has a result (or edits) not saved as it is now: quitting would lose it."""
+        """Quitting would lose work: a result never written, or edits not written as they
+        are now. A cutout written with other settings (a model or a look chosen since) is
+        saved: the settings make the other result again, the file is the user's; the
+        title's mark (:attr:`shown_unsaved`) still says the file is not what is shown."""
         if self.status is not Status.DONE and not self.edits:
             return False
         saved = self.last_save.made_with
         if self.last_save.path is None or saved is None:
             return True
-        if (self.edits or None) != saved[2]:
+        return (self.edits or None) != saved[2]
+
+    @property
+    def shown_unsaved(self) -> bool:
+        """The result shown is not the file written last: :attr:`unsaved`, or it was made
+        with other settings than the file (the window title's mark, as in any editor)."""
+        if self.unsaved:
             return True
-        p = self.processed
-        return p is not None and (p.config, p.options) != saved[:2]
+        saved, p = self.last_save.made_with, self.processed
+        return saved is not None and p is not None and (p.config, p.options) != saved[:2]
+
+    @property
+    def saved(self) -> bool:
+        """Done, and written with the edits it has now: its row says so."""
+        return self.status is Status.DONE and self.last_save.path is not None and not self.unsaved
 
     @property
     def unloaded(self) -> bool:
@@ -499,9 +516,9 @@ class QueueEntry:
 
     @property
     def status_text(self) -> str:
-        """The status as the queue's row shows it, with the out-of-date, doubt and edited
-        marks."""
-        parts = [self.status.value]
+        """The status as the queue's row shows it ("saved" in place of "done" once
+        written), with the out-of-date, doubt and edited marks."""
+        parts = [SAVED_WORD if self.saved else self.status.value]
         if self.stale:
             parts.append(OUT_OF_DATE_MARK)
         if self.doubts:

@@ -418,10 +418,16 @@ class QueueJobs(QObject):
         """Each finished image whose result was made with other model settings (model,
         precision, providers, threads) than the current ones is marked out of date in
         the queue, and one made with them again is not: it is made again when shown or
-        saved, and its row says so until then."""
+        saved, and its row says so until then. One whose file was written with them
+        (Save All after the change) is not either: what is on disk is up to date."""
         key = model_key(self._settings().engine())
         for entry in self.queue.entries():
-            stale = entry.status is Status.DONE and entry.cutout.made_with not in (None, key)
+            written = entry.last_save.made_with
+            stale = (
+                entry.status is Status.DONE
+                and entry.cutout.made_with not in (None, key)
+                and not (entry.saved and written is not None and model_key(written[0]) == key)
+            )
             if entry.cutout.mark_out_of_date(stale):
                 self.queue.changed(entry)
 

@@ -311,11 +311,13 @@ class SaveMany(QObject):
             tally.saved += 1
             entry = self.host.queue.get(payload.item.item_id)
             if entry is not None:
-                # Saved as the settings and the edits were when the save began: changed
-                # since, the image is unsaved again (QueueEntry.unsaved compares them).
+                # Saved as the settings and the edits were when the save began: edits
+                # changed since make it unsaved again (QueueEntry.unsaved), settings
+                # changed since mark the title (QueueEntry.shown_unsaved).
                 made_with = (request.config, request.options, payload.item.edits)
                 entry.last_save.saved(payload.item.output, made_with)
-                self.host.queue.changed(entry)
+                self.host.queue.changed(entry)  # its row says "saved"...
+                self.host.jobs.mark_out_of_date()  # ...and no longer "out of date"
         else:
             tally.failed.append((payload.item.name, payload.reason))
         self.bar.show_progress(payload.index, payload.total, request.folder)

@@ -2,9 +2,10 @@
 before anything drops it.
 
 The rule is the same everywhere: removing images from the queue, clearing it and
-quitting ask first when they would drop a cutout not saved as it is now, or the
-user's edits, and say how many, and how many of those carry edits. Nothing that
-loses nothing asks.
+quitting ask first when they would drop a cutout never written, or the user's edits
+not written as they are now (:attr:`~.entry.QueueEntry.unsaved`), and say how many, and
+how many of those carry edits. Nothing that loses nothing asks: a cutout written with
+settings changed since is saved.
 """
 
 from __future__ import annotations

@@ -358,7 +358,7 @@ class MainWindow(QMainWindow):
         # macOS). The mark is the image shown's, as in any editor; quitting counts the queue's.
         name = f"{entry.name.replace('[*]', '[**]')}[*] — " if entry is not None else ""
         self.setWindowTitle(f"{name}bgremover")
-        self.setWindowModified(entry is not None and entry.unsaved)
+        self.setWindowModified(entry is not None and entry.shown_unsaved)
 
     def update_enabled(self) -> None:
         selected, queued = bool(self.selected_entries()), len(self.queue) > 0
