@@ -23,7 +23,7 @@ from bgremover.gui.save_controller import export_problem
 from bgremover.gui.settings import Settings, export_fields, load_settings, save_settings
 from bgremover.gui.worker import output_pixels
 
-from conftest import SAMPLE, is_job, make_window
+from conftest import DATA, SAMPLE, is_job, make_window
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("isolated_settings")]
 WAIT_MS = 300_000
@@ -336,3 +336,30 @@ def test_a_recompose_that_fails_is_reported_once_and_not_retried(
     settle(qtbot, window, lambda: window.apply_settings(background="#000000"))
     entry = window.current_entry()
     assert entry.cutout.restage_failed is None and entry.processed.options.shadow is not None
+
+
+@pytest.mark.parametrize("size", [None, (1024, 768)], ids=["default size", "1024x768"])
+def test_the_canvas_note_is_whole_and_in_view(qtbot, u2netp_path, size) -> None:
+    """Issue #53: the note that a canvas enlarges the photo was cut off at the bottom of
+    the settings pane. It wraps, and it is whole in the pane as it opens, by the canvas
+    rows that caused it, at the window's default size and at 1024×768."""
+    from PySide6.QtCore import QPoint, QRect
+    from PySide6.QtWidgets import QScrollArea
+
+    window = make_window(qtbot)
+    if size is not None:
+        window.resize(*size)
+    process(qtbot, window, DATA / "skimage_chelsea.png")
+    settle(qtbot, window, lambda: window.apply_settings(canvas="4000x4000", crop=True))
+    label = window.export_panel.enlarged_label
+    assert label.isVisible() and "enlarged 9.9x to fill the 4000x4000 canvas" in label.text()
+    pane = window.panel.parentWidget().parentWidget()
+    assert isinstance(pane, QScrollArea)
+    pane.verticalScrollBar().setValue(0)  # the pane as it opens
+    QApplication.processEvents()  # the layout's pass for the new text
+    assert label.wordWrap() and label.height() >= label.heightForWidth(label.width())
+    shown = QRect(label.mapTo(pane.viewport(), QPoint(0, 0)), label.size())
+    assert pane.viewport().rect().contains(shown), (shown, pane.viewport().rect())
+    # ...and not clipped by the panels it is in
+    for parent in (window.export_panel, window.panel):
+        assert parent.rect().contains(QRect(label.mapTo(parent, QPoint(0, 0)), label.size()))

@@ -288,6 +288,7 @@ class ExportPanel(QGroupBox):
         self._size_row = size_row
         form.addRow("Size:", size_row)
         form.addRow(OPTIONS["position"].label, self.position_box)
+        form.addRow(self.enlarged_label)  # by the canvas rows: in view when they are
         form.addRow(OPTIONS["max_size"].label, self.max_size_spin)
         # The records' effects get a row of their own, so the panel stays narrow enough
         # for a 1024 px screen (test_gui_views).
@@ -303,7 +304,6 @@ class ExportPanel(QGroupBox):
         )
         form.addRow("", _one_or_row(*self._switches_in("file")))
         form.addRow(self.problem_label)
-        form.addRow(self.enlarged_label)
 
         self.reload_presets()
         self.show_settings(settings)
@@ -519,8 +519,8 @@ class ExportPanel(QGroupBox):
         self.show_settings(self._settings)
 
     def show_enlarged(self, enlarged: Enlarged | None) -> None:
-        """Note, under the options, that the image shown is enlarged so much by its canvas
-        that it will look soft (None: it is not)."""
+        """Note, under the canvas rows, that the image shown is enlarged so much by its
+        canvas that it will look soft (None: it is not)."""
         text = "" if enlarged is None else f"Note: {enlarged.words()}"
         self.enlarged_label.setText(text)
         self.enlarged_label.setVisible(bool(text))
