@@ -476,3 +476,21 @@ def test_insert_is_the_inverse_of_remove_and_undo_of_either_is_exact() -> None:
     assert np.array_equal(editor.alpha, expected)
     with pytest.raises(IndexError):
         editor.remove(len(ops))
+
+
+def test_the_editor_says_how_many_pixels_each_operation_changed_visibly() -> None:
+    """What the app reads to tell a click that changed nothing (NO_CHANGE_SHARE)."""
+    from bgremover.touchup.regions import NO_CHANGE_SHARE, SEEN_STEP
+
+    rgb = np.full((100, 100, 3), 128, np.uint8)
+    base = np.zeros((100, 100), np.uint8)
+    editor = Editor(rgb, base)
+    stroke = Operation.stroke("restore", [(50.5, 50.5)], 10)
+    editor.apply(stroke)
+    assert editor.seen_by(stroke) == int((editor.alpha >= SEEN_STEP).sum()) > 0
+    nothing = Operation.stroke("erase", [(5.5, 5.5)], 3)  # on what is removed already
+    editor.apply(nothing)
+    assert editor.seen_by(nothing) == 0 < NO_CHANGE_SHARE * base.size
+    assert editor.seen_by(Operation.stroke("erase", [(5.5, 5.5)], 3)) is None  # not this one
+    editor.undo()
+    assert editor.seen_by(nothing) is None

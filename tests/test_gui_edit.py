@@ -366,11 +366,13 @@ def test_a_click_keeps_or_removes_its_region(qtbot, u2netp_path) -> None:
     window = opened(qtbot, CAT)
     before = alpha_of(window).copy()
     window.editing.set_tool("remove")
-    drag(window, [(220.0, 150.0)])
+    # On the cat's flank: a region that goes (at (220, 150) a Remove changed 6 pixels, a
+    # click that changed nothing, which is now not kept as an edit).
+    drag(window, [(300.0, 200.0)])
     applied(qtbot, window)
     after = alpha_of(window)
     assert window.current_entry().edits.operations[-1].tool == "remove"
-    assert after[150, 220] < before[150, 220]
+    assert after[200, 300] < before[200, 300]
     assert window.editing.tools.pending() == 0
 
 
@@ -578,10 +580,55 @@ def test_without_the_click_model_clicks_work_by_colour_and_the_app_says_so_once(
     said = window.statusBar().currentMessage()
     assert "not available" in said and "by colour" in said
     window.editing.set_tool("add")
-    drag(window, [(200.0, 200.0)])
+    # On the table, removed: (200, 200) is the cup, kept already, where an Add changes
+    # nothing and is not kept as an edit.
+    drag(window, [(500.0, 100.0)])
     applied(qtbot, window)
     entry = window.current_entry()
     assert entry.edits.operations[-1].model == ""  # the classical click
     window.editing.set_edit_mode(False)
     window.editing.set_edit_mode(True)
     assert prep._job is None  # not tried again: said once
+
+
+def test_a_click_that_changes_nothing_says_so_and_is_not_an_edit(
+    qtbot, u2netp_path, tmp_path
+) -> None:
+    """An Add click on what is kept already changes nothing: the status bar says so and
+    offers the Box and the brush, a note marks where it landed, and it counts as no edit:
+    the edit count, Undo, Redo and the unsaved state are as before it."""
+    from bgremover.gui.markers import NOTHING_WORDS
+
+    window = make_window(qtbot)
+    process(qtbot, window, COFFEE)
+    window.select(window.queue.entries()[0])
+    window.editing.clicks.unavailable = "not in this test"  # clicks by colour: no download
+    window.editing.set_edit_mode(True)
+    entry = window.current_entry()
+    erase_line(qtbot, window)  # one real edit before it
+    assert entry.edit_count == 1 and window.touchup_menu.undo.isEnabled()
+    save_and_wait(qtbot, window, tmp_path / "cut.png")
+    assert not entry.unsaved
+    before = alpha_of(window).copy()
+    window.editing.set_tool("add")
+    drag(window, [(300.5, 200.5)])  # the cup, kept already (u2netp: alpha 255 around it)
+    applied(qtbot, window)
+    qtbot.waitUntil(lambda: window.editing.unchanged is not None, timeout=WAIT_MS)
+    applied(qtbot, window)  # the click taken back, as an undo of it
+    said = window.statusBar().currentMessage()
+    assert "changed nothing" in said and "not kept" in said
+    assert "Box (M)" in said and "Restore brush (B)" in said
+    np.testing.assert_array_equal(alpha_of(window), before)
+    assert entry.edit_count == 1 and [op.tool for op in entry.edits.operations] == ["erase"]
+    assert "(1 edit)" in window.detail.text()
+    assert not entry.editing.redo and not window.touchup_menu.redo.isEnabled()
+    assert not entry.unsaved  # nothing to ask about on quitting
+    note = window.editing.markers.note
+    assert note is not None and note.text == NOTHING_WORDS
+    assert note.isVisible() and note.pos() == QPointF(300.5, 200.5)
+    assert "Box (M)" in note.toolTip()
+    assert not window.editing.markers.markers()  # no marker of a click in effect
+    # Undo takes back the erase stroke, the last edit the user made.
+    window.touchup_menu.undo.trigger()
+    applied(qtbot, window)
+    assert entry.edit_count == 0 and window.editing.markers.note is None

@@ -8,8 +8,11 @@ photo with what is removed tinted (the overlay, overlay.py: its tint stands out 
 the photo, or is the user's), or the output in the photo's frame, with the pixels of
 alpha 1-254 painted when "Show semi-transparent" is on; markers show where the clicks
 in effect landed (markers.py), and a right-click on one takes that click back (the
-edits after it replayed, one undoable edit). The Touch Up menu (menus/touchup.py)
-holds the actions.
+edits after it replayed, one undoable edit). A click that changed nothing the user can
+see (under :data:`~bgremover.touchup.regions.NO_CHANGE_SHARE` of the photo) is taken back
+at once, as if never made: no edit counted, nothing to Undo or Redo, nothing unsaved; the
+status bar and a note where it landed say so, and what to try instead. The Touch Up menu
+(menus/touchup.py) holds the actions.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, QPointF
 from PySide6.QtGui import QAction, QImage
 from PySide6.QtWidgets import QFileDialog, QLabel, QWidget
 
@@ -26,6 +29,7 @@ from ..errors import BgRemoverError, EditsError, ImageReadError
 from ..files.atomic import write_atomically
 from ..files.imaging import IMAGE_EXTENSIONS, open_image
 from ..touchup.edit import Box, Operation
+from ..touchup.regions import NO_CHANGE_SHARE
 from ..touchup.tools import TOOLS, Kind, mask_from_image
 from .click_prep import ClickPrep
 from .dialogs import show_error
@@ -89,6 +93,8 @@ class EditController(QObject):
         # Before the saves' own: what waited for the edits runs on what they show.
         host.jobs.edited.connect(self._on_edited)
         self.actions: TouchUpActions
+        #: The last click that changed nothing: its image, the click, and what was said.
+        self.unchanged: tuple[QueueEntry, Operation, str] | None = None
 
     def use_actions(self, actions: TouchUpActions) -> None:
         self.actions = actions
@@ -115,6 +121,12 @@ class EditController(QObject):
         them: they follow Undo, Redo and Reset at once."""
         edits = entry.edits if entry is not None else None
         p = entry.processed if entry is not None else None
+        note = self.unchanged
+        if note is not None and p is not None and note[0] is entry:
+            x, y = note[1].points[0]  # made on this result: its pixels
+            self.markers.show_note(note[1], QPointF(x, y), note[2])
+        else:
+            self.markers.clear_note()
         if not edits or p is None:
             self.markers.clear()
             return
@@ -190,6 +202,7 @@ class EditController(QObject):
 
     def _on_edit_operation(self, op: Operation) -> None:
         """An operation drawn by the user on the current image: applied as a job."""
+        self.unchanged = None
         entry = self.host.current_entry()
         if entry is not None:
             op = self.clicks.operation(entry, op)
@@ -200,6 +213,7 @@ class EditController(QObject):
     def edit(self, action: str, op: Operation | None = None, index: int | None = None) -> bool:
         """An edit of the current image: "apply" ``op``, "remove" operation ``index`` of
         its edits, "undo", "redo"."""
+        self.unchanged = None
         entry = self.host.current_entry()
         done = entry is not None and self.host.jobs.edit(entry, action, op, index)
         if entry is not None:
@@ -228,6 +242,9 @@ class EditController(QObject):
         self.page.update_region(image, overlay, box)
 
     def _on_edited(self, entry: QueueEntry, box: Box | None, request: EditRequest) -> None:
+        op = request.op
+        if request.action == "apply" and op is not None and op.spec.kind is Kind.CLICK:
+            self._check_click(entry, op)
         busy = self.host.jobs.edits_busy(entry)
         if entry is self.host.current_entry():
             self.tools.applied(request.op)
@@ -237,6 +254,40 @@ class EditController(QObject):
             self.host.show_current()  # costs nothing more: the view already has these images
         else:
             self.host.update_title()
+
+    def _check_click(self, entry: QueueEntry, op: Operation) -> None:
+        """``op``, a click just applied: when it changed nothing the user can see, it is
+        taken back as if never made, if nothing was asked for after it (otherwise it stays,
+        and its marker takes it back), and the status bar and a note where it landed say
+        so, with what to try instead."""
+        p = entry.processed
+        editor = p.editor if p is not None else None
+        seen = editor.seen_by(op) if editor is not None else None
+        if editor is None or seen is None or seen >= NO_CHANGE_SHARE * editor.base.size:
+            return
+        editing = entry.editing
+        edits = entry.edits
+        last = edits is not None and bool(edits.operations) and edits.operations[-1] is op
+        alone = last and not self.host.jobs.edits_busy(entry)
+        if alone and editing.done and editing.done[-1].op is op:
+            # Undo's own path (exact patches), but no change the user made: Redo does not
+            # offer it back.
+            self.host.jobs.edit(entry, "undo")
+            if editing.redo and editing.redo[-1].op is op:
+                editing.redo.pop()
+            after = "It is not kept as an edit."
+        else:
+            after = "Right-click its marker to take it back."
+        box, brush = TOOLS["box"], TOOLS["restore" if op.spec.keeps else "erase"]
+        instead = (
+            f"Drag a {box.word} ({box.key}) around the part, or paint it with the "
+            f"{brush.word} brush ({brush.key})."
+        )
+        pixels = f"{seen} pixel{'s' if seen != 1 else ''}"
+        said = f"This {op.spec.word.lower()} changed nothing visible ({pixels}). {after} {instead}"
+        self.unchanged = (entry, op, f"This {op.spec.word.lower()} changed nothing. {instead}")
+        self.host.statusBar().showMessage(said, 15000)
+        self._edits_requested(entry)
 
     def display_images(self, p: Processed) -> tuple[QImage, QImage | None]:
         """What the Result view shows of ``p``, and the overlay over it (None: none).

@@ -8,6 +8,10 @@ screen at any zoom. A right-click on a marker asks for that click to be taken ou
 the edits (:attr:`ClickMarkers.removeRequested`, with the operation's index); the edit
 controller applies that as one undoable edit. The markers are drawn from the edits
 the user asked for, so they follow Undo, Redo and Reset at once.
+
+A click that changed nothing the user can see is not kept as an edit (edit_controller.py):
+where it landed gets a :class:`ClickNote` instead, a hollow dashed ring with the words
+:data:`NOTHING_WORDS` beside it, until the next edit.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QMouseEvent, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 from ..touchup.tools import Operation
@@ -31,6 +35,8 @@ OTHER_COLOR = QColor(120, 120, 120)
 MARKER_Z = 15.0
 #: What a marker's tooltip and the edit-mode hint say removes it.
 REMOVE_WORDS = "right-click a marker to take back its click"
+#: What the note beside a click that changed nothing says.
+NOTHING_WORDS = "changed nothing"
 
 
 class ClickMarker(QGraphicsItem):
@@ -107,6 +113,53 @@ class ClickMarker(QGraphicsItem):
         self.update()
 
 
+class ClickNote(QGraphicsItem):
+    """Where a click that changed nothing landed: a hollow dashed ring of its tool's colour
+    and, beside it, :data:`NOTHING_WORDS` on a dark label; ``tip`` (what to try instead)
+    is its tooltip. The same size on screen at any zoom."""
+
+    def __init__(self, op: Operation, point: QPointF, tip: str) -> None:
+        super().__init__()
+        self.op = op
+        self.text = NOTHING_WORDS
+        keeps = op.spec.keeps
+        self.color = OTHER_COLOR if keeps is None else KEEP_COLOR if keeps else DROP_COLOR
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
+        self.setZValue(MARKER_Z + 1)
+        self.setPos(point)
+        self.setToolTip(tip)
+        self._font = QFont()
+        self._font.setBold(True)
+        metrics = QFontMetricsF(self._font)
+        self._label = QRectF(MARKER_RADIUS + 6, -metrics.height() / 2 - 3, 0, 0)
+        self._label.setSize(metrics.size(0, self.text) + QRectF(0, 0, 12, 6).size())
+
+    def boundingRect(self) -> QRectF:
+        r = MARKER_RADIUS + 4
+        return QRectF(-r, -r, 2 * r, 2 * r).united(self._label.adjusted(-1, -1, 1, 1))
+
+    def paint(
+        self,
+        painter: QPainter,
+        option: QStyleOptionGraphicsItem,
+        widget: QWidget | None = None,
+    ) -> None:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        r = MARKER_RADIUS
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.setPen(QPen(QColor(0, 0, 0), 4.5))
+        painter.drawEllipse(QPointF(0, 0), r, r)
+        dashed = QPen(self.color, 2.5, Qt.PenStyle.DashLine)
+        painter.setPen(dashed)
+        painter.drawEllipse(QPointF(0, 0), r, r)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor(0, 0, 0, 190))
+        painter.drawRoundedRect(self._label, 4, 4)
+        painter.setPen(QColor(255, 255, 255))
+        painter.setFont(self._font)
+        painter.drawText(self._label, Qt.AlignmentFlag.AlignCenter, self.text)
+
+
 class ClickMarkers(QObject):
     """The markers of the clicks in effect on ``view``; a right-click on one emits
     :attr:`removeRequested` with its click's index in the edits."""
@@ -118,6 +171,8 @@ class ClickMarkers(QObject):
         self.view = view
         self._items: list[ClickMarker] = []
         self._shown: tuple[tuple[int, Operation], ...] = ()
+        #: The note of a click that changed nothing (None: none shown).
+        self.note: ClickNote | None = None
         view.viewport().installEventFilter(self)
 
     def show(self, clicks: Sequence[tuple[int, Operation]], scale: tuple[float, float]) -> None:
@@ -141,6 +196,20 @@ class ClickMarkers(QObject):
             self.view.scene().removeItem(item)
         self._items.clear()
         self._shown = ()
+
+    def show_note(self, op: Operation, point: QPointF, tip: str) -> None:
+        """The note that ``op``, a click at ``point`` (the scene's pixels), changed nothing;
+        ``tip`` says what to try instead. Replaces the note shown before."""
+        if self.note is not None and self.note.op is op and self.note.pos() == point:
+            return
+        self.clear_note()
+        self.note = ClickNote(op, point, tip)
+        self.view.scene().addItem(self.note)
+
+    def clear_note(self) -> None:
+        if self.note is not None:
+            self.view.scene().removeItem(self.note)
+            self.note = None
 
     def markers(self) -> list[ClickMarker]:
         """The markers shown, oldest click first."""

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EditsError
-from .regions import changed_box
+from .regions import changed_box, seen_change
 from .tools import (
     TOOLS,
     Box,
@@ -196,6 +196,8 @@ class _Step:
     after: np.ndarray | None
     #: The clicks in effect after it (what the next click is constrained by).
     clicks: tuple[tuple[float, float, bool], ...] = ()
+    #: The pixels it changed that the user can see (:func:`~.regions.seen_change`).
+    seen: int = 0
 
 
 @dataclass
@@ -209,6 +211,11 @@ class _Splice:
     box: Box | None
     before: np.ndarray | None
     after: np.ndarray | None
+
+
+def _origin(box: Box | None) -> Box | None:
+    """``box`` moved to (0, 0): the box of its own patch."""
+    return None if box is None else (0, 0, box[2] - box[0], box[3] - box[1])
 
 
 def _patches(
@@ -294,7 +301,16 @@ class Editor:
         new, box = apply_operation(op, self.alpha, self._ctx)
         before, after = _patches(self.alpha, new, box)
         self.alpha = new
-        return _Step(op, box, before, after, tuple(self._ctx.clicks))
+        seen = 0 if before is None or after is None else seen_change(before, after, _origin(box))
+        return _Step(op, box, before, after, tuple(self._ctx.clicks), seen)
+
+    def seen_by(self, op: Operation) -> int | None:
+        """How many pixels applying ``op`` (this very operation, in effect) changed that the
+        user can see; None when it is not in effect."""
+        for step in reversed(self._steps):
+            if step.op is op:
+                return step.seen
+        return None
 
     def _apply(self, op: Operation) -> Box | None:
         step = self._step(op)
