@@ -100,7 +100,7 @@ def test_choosing_another_b_compares_again_with_new_numbers(
         window.add_paths([DATA / "skimage_chelsea.png"])
     assert view.result is not None
     assert float(view.numbers["iou"].text()) == 1.0
-    assert view.titles[1].text().startswith("B: u2netp fp32 mask · ")
+    assert view.titles[1].text().startswith("B: u2netp fp32 cutout · ")
     first = view.result
 
     # The user picks another model for B: cached, so nothing is asked; it runs as a job.
@@ -114,8 +114,8 @@ def test_choosing_another_b_compares_again_with_new_numbers(
     assert view.result.comparison.label_b == "tinymodel fp32"
     assert float(view.numbers["iou"].text()) < 0.9
     assert "tinymodel fp32" in view.numbers["t8"].text()
-    assert view.titles[0].text().startswith("A: u2netp fp32 mask · ")
-    assert view.titles[1].text().startswith("B: tinymodel fp32 mask · ")
+    assert view.titles[0].text().startswith("A: u2netp fp32 cutout · ")
+    assert view.titles[1].text().startswith("B: tinymodel fp32 cutout · ")
     assert view.titles[1].text().endswith(" ms")
     for pane in (view.a_view, view.b_view, view.diff_view):
         assert pane.has_image()

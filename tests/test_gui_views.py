@@ -134,6 +134,9 @@ def fitted(view) -> bool:
 
 
 def panes(view) -> tuple:
+    """The three panes side by side: A, B and their difference (asked for)."""
+    view.heat_button.setChecked(True)
+    assert view.shown_views() == [view.a_view, view.b_view, view.diff_view]
     return view.a_view, view.b_view, view.diff_view
 
 

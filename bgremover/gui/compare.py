@@ -1,34 +1,25 @@
-"""The comparison view: A | B | |Δα| side by side, locked zoom, and the numbers.
+"""The comparison view: sides A and B of one photo, as cutouts, masks or masks over the
+photo, side by side or in one wipe view, with their difference, a locked zoom, the
+places where they differ most, and the numbers.
 
 A and B are each a model and a precision, chosen above the panes: fp32 and int8 of the
 current model by default, or any two (u2netp against IS-Net, say). Choosing a model not
 downloaded yet asks first, with its size and licence.
 
-The three panes share the space the tab has: side by side, or (for a wide photo, where
-that leaves them mostly empty) the two masks side by side above the difference, or one
-above the other, whichever shows the photo largest. Their views fit the photo, and keep
-fitting it as the window is resized, until the user zooms. What the view shows before a
-result (a message in the panes, dashes for the numbers) takes the same room as the
-result, so nothing moves when it arrives.
+What the view shows before a result (a message in the panes, dashes for the numbers)
+takes the same room as the result, so nothing moves when it arrives.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QSize, Qt, Signal
-from PySide6.QtGui import (
-    QColor,
-    QImage,
-    QLinearGradient,
-    QPainter,
-    QPaintEvent,
-    QResizeEvent,
-    QStandardItemModel,
-)
+import cv2
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QImage, QStandardItemModel
 from PySide6.QtWidgets import (
+    QButtonGroup,
     QCheckBox,
     QComboBox,
     QFormLayout,
-    QFrame,
     QHBoxLayout,
     QLabel,
     QSizePolicy,
@@ -38,9 +29,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..compare.report import DEFAULT_HEAT_SCALE, HEAT_SCALES, heat_lut, heatmap, scale_label
+from ..compare.report import DEFAULT_HEAT_SCALE, HEAT_SCALES, heatmap
+from ..compare.spots import Spot, difference_spots
 from ..network.models import PRECISIONS, REGISTRY, ModelStore
-from .imageconv import to_qimage
+from .compare_panes import (
+    LEGEND_TITLES,
+    ComparePane,
+    HeatLegend,
+    PaneArea,
+    WipeView,
+    mask_over_photo,
+)
+from .imageconv import to_display, to_qimage
 from .model_choice import (
     DEFAULT_SIDES,
     ModelBox,
@@ -53,197 +53,18 @@ from .model_choice import (
 from .results import Compared
 from .views import ElidedLabel, ImageView, ViewLock
 
-#: The legend's titles; the colour bar starts after the wider one, so it never moves.
-LEGEND_TITLES = ("|Δα|", "|Δraw|")
-
-
-class HeatLegend(QWidget):
-    """The heatmap's colour bar with its scale, 0 to the full scale."""
-
-    BAR_HEIGHT = 12
-    TICK = 3
-    #: The shortest colour bar: the three labels below it never touch.
-    MIN_BAR = 90
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.title = LEGEND_TITLES[0]
-        self.full_scale = DEFAULT_HEAT_SCALE
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
-
-    def _title_width(self) -> int:
-        fm = self.fontMetrics()
-        return max(fm.horizontalAdvance(t) for t in (*LEGEND_TITLES, self.title)) + 8
-
-    def _label_width(self) -> int:
-        fm = self.fontMetrics()
-        return max(fm.horizontalAdvance(scale_label(s, s)) for s in HEAT_SCALES) + 4
-
-    def sizeHint(self) -> QSize:
-        return self.minimumSizeHint() + QSize(60, 0)
-
-    def minimumSizeHint(self) -> QSize:
-        height = self.BAR_HEIGHT + self.TICK + self.fontMetrics().height() + 2
-        return QSize(self._title_width() + self._label_width() + self.MIN_BAR, height)
-
-    def bar_rect(self) -> QRect:
-        """Where the colour bar is drawn: right of the title, room for the labels below."""
-        half = self._label_width() // 2
-        left = self._title_width() + half
-        return QRect(left, 0, max(1, self.width() - left - half), self.BAR_HEIGHT)
-
-    def title_rect(self) -> QRect:
-        return QRect(0, 0, self._title_width(), self.BAR_HEIGHT + self.TICK)
-
-    def paintEvent(self, event: QPaintEvent) -> None:
-        lut = heat_lut()
-        painter = QPainter(self)
-        bar = self.bar_rect()
-        grad = QLinearGradient(bar.topLeft(), bar.topRight())
-        for i in (*range(0, 256, 15), 255):
-            r, g, b = (int(v) for v in lut[i])
-            grad.setColorAt(i / 255, QColor(r, g, b))
-        painter.fillRect(bar, grad)
-        painter.setPen(self.palette().windowText().color())
-        painter.drawText(self.title_rect(), Qt.AlignmentFlag.AlignVCenter, self.title)
-        fm = painter.fontMetrics()
-        for frac in (0.0, 0.5, 1.0):
-            x = bar.left() + round(frac * (bar.width() - 1))
-            painter.drawLine(x, bar.bottom(), x, bar.bottom() + self.TICK)
-            label = scale_label(frac * self.full_scale, self.full_scale)
-            width = fm.horizontalAdvance(label)
-            painter.drawText(x - width // 2, bar.bottom() + self.TICK + fm.ascent() + 1, label)
-        painter.end()
-
-
-class ComparePane(QWidget):
-    """A title above one of the locked views."""
-
-    def __init__(self, title: str, view: ImageView, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.view = view
-        self.title = ElidedLabel(title)
-        self.title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(2)
-        layout.addWidget(self.title)
-        layout.addWidget(view, 1)
-
-    def chrome(self) -> QSize:
-        """The room the pane takes beyond its view's viewport (title, frame)."""
-        frame = 2 * self.view.frameWidth()
-        return QSize(frame, self.title.sizeHint().height() + 2 + frame)
-
-
-#: The arrangements of the three panes, as (columns, rows); the first wins a tie.
-ARRANGEMENTS = ((3, 1), (2, 2), (1, 3))
-
-
-class _Message(QLabel):
-    """The message over the empty panes; it is re-centred whenever its text changes."""
-
-    def setText(self, text: str) -> None:
-        super().setText(text)
-        area = self.parentWidget()
-        if isinstance(area, PaneArea):
-            area.place_message()
-
-
-class PaneArea(QWidget):
-    """Lays the panes out to show the photo largest, with a message over them when there
-    is no result (the panes keep their place, so the result takes the message's room)."""
-
-    SPACING = 6
-
-    def __init__(self, panes: list[ComparePane], parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.panes = panes
-        for pane in panes:
-            pane.setParent(self)
-        #: (width, height) of the photo the arrangement is chosen for; None before any.
-        self.image_size: tuple[int, int] | None = None
-        self.columns = 3
-        self.placeholder = _Message(self)
-        self.placeholder.setWordWrap(True)
-        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.placeholder.setFrameShape(QFrame.Shape.StyledPanel)
-        self.placeholder.setAutoFillBackground(True)
-        self.placeholder.setMargin(12)
-        self.placeholder.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-
-    def sizeHint(self) -> QSize:
-        return QSize(640, 360)
-
-    def minimumSizeHint(self) -> QSize:
-        return QSize(3 * 90 + 2 * self.SPACING, 160)
-
-    def set_image_size(self, size: tuple[int, int] | None) -> None:
-        if size is not None and size != self.image_size:
-            self.image_size = size
-            self._arrange()
-
-    def cells(self, columns: int) -> list[QRect]:
-        """The panes' rectangles with ``columns`` columns (two: the third centred below)."""
-        rows = -(-len(self.panes) // columns)
-        s = self.SPACING
-        w = max(1, (self.width() - (columns - 1) * s) // columns)
-        h = max(1, (self.height() - (rows - 1) * s) // rows)
-        rects = []
-        for i in range(len(self.panes)):
-            row, col = divmod(i, columns)
-            x = col * (w + s)
-            if row == rows - 1:  # a short last row is centred
-                in_row = len(self.panes) - row * columns
-                x += (self.width() - (in_row * w + (in_row - 1) * s)) // 2
-            rects.append(QRect(x, row * (h + s), w, h))
-        return rects
-
-    def scale(self, columns: int) -> float:
-        """How large the photo shows, fitted, with ``columns`` columns."""
-        if self.image_size is None:
-            return 0.0
-        iw, ih = self.image_size
-        chrome = self.panes[0].chrome()
-        cell = self.cells(columns)[0]
-        return min(
-            max(1, cell.width() - chrome.width()) / iw, max(1, cell.height() - chrome.height()) / ih
-        )
-
-    def best_columns(self) -> int:
-        if self.image_size is None:
-            return self.columns
-        best, best_scale = 3, 0.0
-        for columns, _rows in ARRANGEMENTS:
-            scale = self.scale(columns)
-            if scale > best_scale * 1.02:  # a clear gain, not a pixel's
-                best, best_scale = columns, scale
-        return best
-
-    def _arrange(self) -> None:
-        self.columns = self.best_columns()
-        for pane, rect in zip(self.panes, self.cells(self.columns), strict=True):
-            pane.setGeometry(rect)
-        self.place_message()
-
-    def place_message(self) -> None:
-        width = min(self.width() - 24, 480)
-        height = min(self.height() - 24, self.placeholder.heightForWidth(width))
-        self.placeholder.setGeometry(
-            (self.width() - width) // 2, (self.height() - height) // 2, width, height
-        )
-        self.placeholder.raise_()
-
-    def show_panes(self, shown: bool) -> None:
-        """The empty panes give way to the message (their places are kept for the
-        result), so that it reads on its own, not over the panes' frames and titles."""
-        for pane in self.panes:
-            pane.setVisible(shown)
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._arrange()
+#: What each side can show: (key, the word in titles, the choice's text, its tooltip).
+SHOWS = (
+    ("cutout", "cutout", "Cutouts", "Each side's cutout on the checkerboard: what Save writes"),
+    ("mask", "mask", "Masks", "Each side's mask: white kept, black dropped"),
+    (
+        "overlay",
+        "mask over the photo",
+        "Masks over the photo",
+        "The photo, with what each side drops tinted",
+    ),
+)
+SHOW_WORDS = {key: word for key, word, _text, _tip in SHOWS}
 
 
 def offers_int8(model: str) -> bool:
@@ -359,7 +180,8 @@ class SideChooser(QWidget):
 
 
 class ComparisonView(QWidget):
-    """Three locked views (A's mask, B's mask, their difference), the sides' choosers
+    """Sides A and B (cutouts, masks or masks over the photo) side by side or in one wipe
+    view, their difference on request, the places they differ most, the sides' choosers
     and the fidelity numbers."""
 
     #: The user chose another side A or B: the comparison must be made again.
@@ -368,22 +190,55 @@ class ComparisonView(QWidget):
     def __init__(self, store: ModelStore | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         store = store or ModelStore()
-        self.a_view = ImageView(checkerboard=False)
-        self.b_view = ImageView(checkerboard=False)
+        self.a_view = ImageView()
+        self.b_view = ImageView()
         self.diff_view = ImageView(checkerboard=False)
-        self.views = (self.a_view, self.b_view, self.diff_view)
+        self.wipe_view = WipeView()
+        self.views = (self.a_view, self.b_view, self.diff_view, self.wipe_view)
+        for view in self.views:
+            # Dragging pans: scroll bars would only take room from the image, and come
+            # and go as it is zoomed (a Fit then fits the room they left).
+            view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.lock = ViewLock(*self.views)
         self.side_a = SideChooser("A", DEFAULT_SIDES[0], store)
         self.side_b = SideChooser("B", DEFAULT_SIDES[1], store)
         for chooser in (self.side_a, self.side_b):
             chooser.changed.connect(self.sides_changed)
-        self.fit_button = QToolButton()
-        self.fit_button.setText("Fit")
-        self.fit_button.setToolTip("Fit the image to the panes (Ctrl+0)")
+        self.side_by_side_button = _tool("Side by side", "A and B in panes of their own")
+        self.wipe_button = _tool(
+            "Wipe", "A and B on one image: drag the divider to see one or the other"
+        )
+        self.layout_group = QButtonGroup(self)
+        for button in (self.side_by_side_button, self.wipe_button):
+            button.setCheckable(True)
+            self.layout_group.addButton(button)
+        self.side_by_side_button.setChecked(True)
+        self.layout_group.buttonToggled.connect(self._refresh)
+        self.show_box = QComboBox()
+        for key, _word, text, tip in SHOWS:
+            self.show_box.addItem(text, key)
+            self.show_box.setItemData(self.show_box.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+        self.show_box.setToolTip("What each side shows")
+        self.show_box.currentIndexChanged.connect(self._refresh)
+        self.heat_button = _tool(
+            "Differences",
+            "|Δα| = |A − B| as a heatmap: a third pane side by side, over the image in the "
+            "wipe view",
+        )
+        self.heat_button.setCheckable(True)
+        self.heat_button.toggled.connect(self._refresh)
+        self.spot_button = _tool(
+            "Biggest difference",
+            "Zoom to where A and B differ most along the edges (hair, fur, outlines); "
+            "again for the next place (Ctrl+D)",
+        )
+        self.spot_button.setShortcut("Ctrl+D")
+        self.spot_button.clicked.connect(self.next_difference)
+        self.spot_label = QLabel("")
+        self.fit_button = _tool("Fit", "Fit the image to the panes (Ctrl+0)")
         self.fit_button.clicked.connect(self.fit)
-        self.actual_button = QToolButton()
-        self.actual_button.setText("100 %")
-        self.actual_button.setToolTip("One image pixel per screen pixel (Ctrl+1)")
+        self.actual_button = _tool("100 %", "One image pixel per screen pixel (Ctrl+1)")
         self.actual_button.clicked.connect(self.actual_size)
         self.raw_toggle = QCheckBox("Raw model output")
         self.raw_toggle.setToolTip(
@@ -400,14 +255,21 @@ class ComparisonView(QWidget):
         )
         self.scale_box.currentIndexChanged.connect(self._rescale)
         self.legend = HeatLegend()
-        self._heat_cache: dict[tuple[bool, float], QImage | None] = {}
+        #: Pictures made from the result on the GUI thread, kept while it shows: the
+        #: heatmaps by (raw, scale[, "over"]), the masks over the photo.
+        self._heat_cache: dict[tuple, QImage | None] = {}
+        self._overlays: tuple[QImage, QImage] | None = None
+        #: The places A and B differ most (found when first asked for) and the one shown.
+        self._spots: list[Spot] | None = None
+        self._spot = -1
         self.numbers: dict[str, QLabel] = {}
         self.result: Compared | None = None
 
         self.panes = [
-            ComparePane("A mask", self.a_view),
-            ComparePane("B mask", self.b_view),
+            ComparePane("A", self.a_view),
+            ComparePane("B", self.b_view),
             ComparePane("|Δα| = |A − B|", self.diff_view),
+            ComparePane("A | B", self.wipe_view),
         ]
         self.titles = [pane.title for pane in self.panes]
         self.pane_area = PaneArea(self.panes)
@@ -422,17 +284,22 @@ class ComparisonView(QWidget):
         tools = QToolBar()
         tools.setMovable(False)
         tools.setFloatable(False)
+        tools.addWidget(self.side_by_side_button)
+        tools.addWidget(self.wipe_button)
+        tools.addWidget(self.show_box)
+        tools.addSeparator()
+        tools.addWidget(self.heat_button)
+        tools.addWidget(self.spot_button)
+        tools.addWidget(self.spot_label)
+        tools.addSeparator()
         tools.addWidget(self.fit_button)
         tools.addWidget(self.actual_button)
-        tools.addSeparator()
         tools.addWidget(self.raw_toggle)
         stretch = QWidget()
         stretch.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         tools.addWidget(stretch)
-        tools.addWidget(self.scale_box)
-        tools.addWidget(self.legend)
-        for button in (self.fit_button, self.actual_button):
-            button.setAutoRaise(False)  # buttons, as on the Result tab
+        #: The heatmap's scale and legend show while the heatmap does.
+        self._heat_tools = (tools.addWidget(self.scale_box), tools.addWidget(self.legend))
 
         form = QFormLayout()
         form.setVerticalSpacing(2)
@@ -488,14 +355,41 @@ class ComparisonView(QWidget):
         for chooser in (self.side_a, self.side_b):
             chooser.refresh_labels()
 
-    # -- zoom of the locked views ---------------------------------------------------
+    # -- what shows -----------------------------------------------------------------
+    def shown_views(self) -> list[ImageView]:
+        """The views laid out now (the others hidden)."""
+        return [pane.view for pane in self.pane_area.shown]
+
     def fit(self) -> None:
         """Fit the image to the panes; it stays fitted as they change size."""
         for view in self.views:
             view.fit()
 
     def actual_size(self) -> None:
-        self.a_view.actual_size()  # the lock gives the others the same zoom
+        self.shown_views()[0].actual_size()  # the lock gives the others the same zoom
+
+    def next_difference(self) -> None:
+        """Zoom to the next place where A and B differ most along the edges (the first
+        after the last), and say which of how many it is."""
+        r = self.result
+        if r is None:
+            return
+        c = r.comparison
+        if self._spots is None:
+            self._spots = difference_spots(c.diff, c.a.mask, c.b.mask)
+        if not self._spots:
+            self.spot_label.setText("A and B agree along every edge")
+            return
+        self._spot = (self._spot + 1) % len(self._spots)
+        spot = self._spots[self._spot]
+        x0, y0, x1, y1 = spot.box
+        margin = 0.15 * max(x1 - x0, y1 - y0)  # a little of what is around it
+        region = QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-margin, -margin, margin, margin)
+        self.shown_views()[0].show_region(region)  # the lock takes the others there
+        self.spot_label.setText(
+            f"{self._spot + 1} of {len(self._spots)}: mean |Δα| {spot.mean_abs:.2f} "
+            "on the edges here"
+        )
 
     # -- content -------------------------------------------------------------------
     def clear(self, size: tuple[int, int] | None = None) -> None:
@@ -504,7 +398,7 @@ class ComparisonView(QWidget):
         ``size`` (width, height), when the photo's is known, arranges the panes for it
         now, so that its result arrives without moving them."""
         self.result = None
-        self._heat_cache = {}
+        self._forget_pictures()
         for view in self.views:
             view.set_image(None)
         for label in self.numbers.values():
@@ -522,9 +416,15 @@ class ComparisonView(QWidget):
         self.placeholder.show()
         self.pane_area.show_panes(False)
 
+    def _forget_pictures(self) -> None:
+        self._heat_cache, self._overlays = {}, None
+        self._spots, self._spot = None, -1
+        self.spot_label.setText("")
+
     def set_result(self, result: Compared) -> None:
         if result is not self.result:
-            self._heat_cache = {(False, DEFAULT_HEAT_SCALE): result.heat}
+            self._forget_pictures()
+            self._heat_cache[(False, DEFAULT_HEAT_SCALE)] = result.heat
         self.result = result
         c, m = result.comparison, result.metrics
         self.numbers["mean"].setText(f"{m['mean_abs']:.4f}")
@@ -558,40 +458,98 @@ class ComparisonView(QWidget):
         self._refresh()
 
     def _refresh(self) -> None:
-        raw = self.raw_toggle.isChecked()
+        raw, heat = self.raw_toggle.isChecked(), self.heat_button.isChecked()
+        wipe = self.wipe_button.isChecked()
+        show = self.show_box.currentData()
+        self.show_box.setEnabled(not raw)  # the raw outputs are masks
+        for action in self._heat_tools:
+            action.setVisible(heat)
+        a_pane, b_pane, diff_pane, wipe_pane = self.panes
+        self.pane_area.set_shown(
+            [wipe_pane] if wipe else [a_pane, b_pane, diff_pane] if heat else [a_pane, b_pane]
+        )
+        for view in (self.a_view, self.b_view, self.wipe_view):
+            view.set_checkerboard(show == "cutout" and not raw)
         r = self.result
         self.legend.title = LEGEND_TITLES[1] if raw else LEGEND_TITLES[0]
-        what = "raw output" if raw else "mask"
+        what = "raw output" if raw else SHOW_WORDS[show]
+        diff_title = "|A − B| (raw)" if raw else "|Δα| = |A − B|"
         if r is None:
             self.titles[0].setText(f"A {what}")
             self.titles[1].setText(f"B {what}")
-            self.titles[2].setText("|A − B| (raw)" if raw else "|Δα| = |A − B|")
+            self.titles[2].setText(diff_title)
+            self.titles[3].setText(f"◂ A {what} | B {what} ▸")
             self.legend.update()
             return
         c = r.comparison
-        self.titles[0].setText(f"A: {c.label_a} {what} · {1000 * c.metrics['infer_a_s']:.0f} ms")
-        self.titles[1].setText(f"B: {c.label_b} {what} · {1000 * c.metrics['infer_b_s']:.0f} ms")
+        a_title = f"A: {c.label_a} {what} · {1000 * c.metrics['infer_a_s']:.0f} ms"
+        b_title = f"B: {c.label_b} {what} · {1000 * c.metrics['infer_b_s']:.0f} ms"
+        self.titles[0].setText(a_title)
+        self.titles[1].setText(b_title)
         if raw and c.raw_diff is None:
             (ha, wa), (hb, wb) = c.raw_a.shape, c.raw_b.shape
             self.titles[2].setText(f"no |A − B| of raw outputs {wa}×{ha} and {wb}×{hb}")
         else:
-            self.titles[2].setText("|A − B| (raw)" if raw else "|Δα| = |A − B|")
+            self.titles[2].setText(diff_title)
+        self.titles[3].setText(f"◂ {a_title}  |  {b_title} ▸")
         self.legend.update()
-        self.a_view.set_image(r.a_raw if raw else r.a_mask, r.size)
-        self.b_view.set_image(r.b_raw if raw else r.b_mask, r.size)
+        a, b = self._pictures(raw, show)
+        self.a_view.set_image(a, r.size)
+        self.b_view.set_image(b, r.size)
         self.diff_view.set_image(self._heat(raw), r.size)
+        self.wipe_view.set_pair(a, b, r.size)
+        self.wipe_view.set_overlay(self._heat(raw, over=True) if heat else None)
 
-    def _heat(self, raw: bool) -> QImage | None:
-        """The heatmap shown; None for raw outputs of different sizes (no such difference)."""
+    def _pictures(self, raw: bool, show: str) -> tuple[QImage, QImage]:
+        """What sides A and B show."""
+        r = self.result
+        assert r is not None
+        if raw:
+            return r.a_raw, r.b_raw
+        if show == "cutout":
+            return r.a_cut, r.b_cut
+        if show == "mask":
+            return r.a_mask, r.b_mask
+        if self._overlays is None:  # made when first asked for: most never are
+            photo = to_display(r.comparison.a.image.rgb)
+            self._overlays = (
+                mask_over_photo(photo, r.a_mask),
+                mask_over_photo(photo, r.b_mask),
+            )
+        return self._overlays
+
+    def _heat(self, raw: bool, over: bool = False) -> QImage | None:
+        """The heatmap shown; None for raw outputs of different sizes (no such difference).
+        ``over``: to lay over the image, transparent where A and B agree."""
         assert self.result is not None
         scale = float(self.scale_box.currentData())
-        key = (raw, scale)
+        key = (raw, scale, over)
         if key not in self._heat_cache:
             c = self.result.comparison
             diff = c.raw_diff if raw else c.diff
-            self._heat_cache[key] = None if diff is None else to_qimage(heatmap(diff, scale))
+            if diff is None:
+                image = None
+            elif not over:
+                image = to_qimage(heatmap(diff, scale))
+            else:
+                heat = self._heat(raw)
+                assert heat is not None
+                # Opaque from the full scale up, as the heatmap's colours are.
+                opacity = cv2.convertScaleAbs(diff, alpha=1 / scale)
+                image = heat.convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)
+                image.setAlphaChannel(to_qimage(opacity))
+            self._heat_cache[key] = image
         return self._heat_cache[key]
 
     def _rescale(self) -> None:
         self.legend.full_scale = float(self.scale_box.currentData())
         self._refresh()
+
+
+def _tool(text: str, tip: str) -> QToolButton:
+    """A tool bar button that looks like one (as on the Result tab)."""
+    button = QToolButton()
+    button.setText(text)
+    button.setToolTip(tip)
+    button.setAutoRaise(False)
+    return button

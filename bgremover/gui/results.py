@@ -126,6 +126,9 @@ class Compared:
     pair: tuple[EngineConfig, EngineConfig]
     a_mask: QImage
     b_mask: QImage
+    #: The sides' cutouts (the photo with each side's alpha), ready to draw.
+    a_cut: QImage
+    b_cut: QImage
     a_raw: QImage
     b_raw: QImage
     #: The heatmap at the view's default scale, made here to spare the GUI thread.

@@ -152,6 +152,12 @@ class ImageView(QGraphicsView):
     def overlay_shown(self) -> bool:
         return self._overlay.isVisible()
 
+    def set_checkerboard(self, shown: bool) -> None:
+        """A checkerboard under the image's transparency, or the window's colour."""
+        if shown != (self._checker is not None):
+            self._checker = checkerboard_brush() if shown else None
+            self.viewport().update()
+
     # -- zoom ----------------------------------------------------------
     @property
     def zoom(self) -> float:
@@ -174,6 +180,12 @@ class ImageView(QGraphicsView):
         if self._scene.sceneRect().isEmpty():
             return
         self.fitInView(self._scene.sceneRect(), Qt.AspectRatioMode.KeepAspectRatio)
+        self.viewChanged.emit()
+
+    def show_region(self, region: QRectF) -> None:
+        """Zoom to show ``region`` (in the image's pixels) whole, in the middle."""
+        self._fit = False
+        self.fitInView(region, Qt.AspectRatioMode.KeepAspectRatio)
         self.viewChanged.emit()
 
     def wheelEvent(self, event: QWheelEvent) -> None:

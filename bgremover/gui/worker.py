@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtGui import QImage
 
-from ..compare.comparison import compare
+from ..compare.comparison import Comparison, compare
 from ..compare.report import DEFAULT_HEAT_SCALE, heatmap
 from ..engine.batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
 from ..engine.clicking import ClickModel
@@ -207,6 +207,21 @@ def apply_edit(
 SESSION_BUDGET = 2_100_000_000
 
 
+def compared(c: Comparison, pair: tuple[EngineConfig, EngineConfig]) -> Compared:
+    """``c`` with the pictures the comparison view shows, made here, off the GUI thread."""
+    return Compared(
+        c,
+        pair,
+        a_mask=to_qimage(c.a.mask),
+        b_mask=to_qimage(c.b.mask),
+        a_cut=to_display(c.a.compose_array()),
+        b_cut=to_display(c.b.compose_array()),
+        a_raw=to_qimage(c.raw_a),
+        b_raw=to_qimage(c.raw_b),
+        heat=to_qimage(heatmap(c.diff, DEFAULT_HEAT_SCALE)),
+    )
+
+
 class Worker:
     """The job bodies of the engine thread, and the session pool they share."""
 
@@ -289,16 +304,7 @@ class Worker:
         ctx.token.check()
         side_b.load()
         ctx.token.check()
-        c = compare(side_a, side_b, source)
-        return Compared(
-            c,
-            (a, b),
-            a_mask=to_qimage(c.a.mask),
-            b_mask=to_qimage(c.b.mask),
-            a_raw=to_qimage(c.raw_a),
-            b_raw=to_qimage(c.raw_b),
-            heat=to_qimage(heatmap(c.diff, DEFAULT_HEAT_SCALE)),
-        )
+        return compared(compare(side_a, side_b, source), (a, b))
 
     def batch(
         self, ctx: JobContext, request: BatchRequest
