@@ -497,10 +497,12 @@ def test_a_downloaded_model_no_longer_offers_a_download(
 def test_the_int8_preparation_shows_its_steps_and_time_left(qtbot) -> None:
     bar = PreparationBar()
     qtbot.addWidget(bar)
+    now = [1000.0]
+    bar.pace.clock = lambda: now[0]  # a fake clock: no waiting
     config = EngineConfig(precision="int8")
     bar.show_progress(7, Preparing(config, "quantize", 0, 60))
     assert "0 of 60 steps" in bar.label.text() and "left" not in bar.label.text()
-    bar._since = (bar._since[0] - 10, 0)  # ten seconds ago, at step 0
+    now[0] += 10  # ten seconds later, at step 20
     bar.show_progress(7, Preparing(config, "quantize", 20, 60))
     assert "20 of 60 steps, about 0:2" in bar.label.text()  # 20 s more at this pace
     assert "half a minute" not in bar.label.text()

@@ -60,7 +60,8 @@ __all__ = ["ComposeOptions", "EngineConfig", "Remover", "Result"]
 ImageInput = str | os.PathLike[str] | Image.Image | np.ndarray | LoadedImage
 
 #: Called with (task, done, total) while a model is prepared: task is "download"
-#: (bytes) or "quantize" (calibration samples). It may raise to cancel.
+#: (bytes) or "quantize" (calibration samples). It may raise to cancel. A combined
+#: model's members report through its ``for_model(name)`` where it has one.
 TaskProgress = Callable[[str, int, "int | None"], None]
 
 
@@ -226,22 +227,20 @@ class EngineConfig:
 #: an older engine made (see :meth:`Remover.output_settings`).
 PIXELS_VERSION = 1
 
-#: The settings of :class:`EngineConfig` that change how fast an output is made, never
-#: what it is: an output's record leaves them out (another provider or thread count
-#: makes the same file).
+#: The settings of :class:`EngineConfig` that change how fast an output is made, never what
+#: it is: an output's record leaves them out (another provider or thread count makes the same file).
 SPEED_ONLY = frozenset({"providers", "threads"})
 
 
 class Remover:
     """Removes backgrounds with one model; its ORT session comes from a :class:`SessionPool`.
 
-    The session is created on first use (which obtains the model through the
-    store, reporting download progress to ``progress``) and reused for every
-    image: never one per image. Removers that share a pool share sessions, so
-    several Removers of the same model that differ only in refinement hold one
-    session. Without a pool, the Remover gets one of its own. ``remove`` may be
-    called from one worker thread at a time per Remover; ORT's ``run`` itself
-    releases the GIL.
+    The session is created on first use (which obtains the model through the store,
+    reporting download progress to ``progress``) and reused for every image: never one per
+    image. Removers that share a pool share sessions, so several Removers of the same model
+    that differ only in refinement hold one session. Without a pool, the Remover gets one of
+    its own. ``remove`` may be called from one worker thread at a time per Remover; ORT's
+    ``run`` itself releases the GIL.
     """
 
     def __init__(
@@ -314,9 +313,10 @@ class Remover:
                     f"{self.spec.name} runs each of its models with its own int8 recipe; "
                     "--recipe applies to one model."
                 )
+            named = getattr(progress, "for_model", lambda _name: progress)
             self.members = tuple(
                 Remover(replace(made, model=name, precision=precision), store=self.store,
-                        progress=progress, pool=self.pool)
+                        progress=named(name), pool=self.pool)
                 for name, precision in zip(self.spec.members, precisions, strict=True)
             )  # fmt: skip
 

@@ -77,12 +77,17 @@ def waiting_state(entry: QueueEntry) -> str:
     return "loading…" if entry.unloaded else f"{entry.status.value}…"
 
 
-def made_text(result: Result) -> str:
-    """The status bar's note of what made ``result``: model, precision, providers."""
+def made_text(result: Result, ran: tuple[str, ...] = ()) -> str:
+    """The status bar's note of what made ``result``: model, precision, providers. For a
+    combined model, ``ran`` names the models that ran and their precisions ("best
+    (u2netp fp32 + isnet-imgly int8)"), which its own name does not say."""
     active = ", ".join(x.replace("ExecutionProvider", "") for x in result.providers)
-    made = f"{result.model} {result.precision}"
-    if result.guard is not None and result.guard.ran_fp32:
-        made += " (int8 was unsure of it)"
+    if ran:
+        made = f"{result.model} ({' + '.join(ran)})"
+    else:
+        made = f"{result.model} {result.precision}"
+        if result.guard is not None and result.guard.ran_fp32:
+            made += " (int8 was unsure of it)"
     return f"This image: {made} on {active}"
 
 

@@ -33,6 +33,9 @@ class Preparing:
     task: str  # "download" | "quantize"
     done: int
     total: int | None
+    #: The model made ready: ``config``'s, or the one of a combined model's (Best's
+    #: "isnet-imgly") that this is; "" when it is ``config``'s.
+    model: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,9 @@ class Processed:
     segmenter: ModelSegmenter | None = field(default=None, compare=False, repr=False)
     #: Set when the canvas enlarges the subject so much that the output will look soft.
     enlarged: Enlarged | None = None
+    #: For a combined model: each model that made the mask and the precision it ran in
+    #: ("isnet-imgly int8"); () for a model of its own (the result says both).
+    ran: tuple[str, ...] = ()
 
     def stage_for(
         self, config: EngineConfig, options: ComposeOptions, fmt: str = "png"

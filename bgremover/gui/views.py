@@ -5,10 +5,13 @@ an empty window shows, and a label that shortens itself to its room."""
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QBrush,
     QColor,
+    QFontMetrics,
     QImage,
     QPainter,
     QPixmap,
@@ -330,17 +333,42 @@ class DropZone(QFrame):
         self.open_folder.setVisible(buttons)
 
 
+def elide_at_word(text: str, fm: QFontMetrics, width: int, tail: str = "") -> str:
+    """``text + tail`` where it fits in ``width`` pixels; else ``text`` up to its last
+    whole word that fits, "…", and ``tail`` whole (a time left is never cut): a word is
+    never cut in two. "…" alone (and the tail) where not even the first word fits."""
+    whole = text + tail
+    if fm.horizontalAdvance(whole) <= width:
+        return whole
+    tail = tail.lstrip(", ")
+    after = f"… {tail}" if tail else "…"
+    room = width - fm.horizontalAdvance(after)
+    kept = ""
+    for space in re.finditer(r"\s+", text):
+        head = text[: space.start()].rstrip(" ,;:·—–-(")
+        if fm.horizontalAdvance(head) > room:
+            break
+        kept = head
+    return kept + after
+
+
 class ElidedLabel(QLabel):
     """One line that ends in "…" where it is too long for its room (the whole text in
-    its tooltip), instead of being cut at both ends."""
+    its tooltip), instead of being cut at both ends. With ``at_word``, it is shortened
+    at a word (:func:`elide_at_word`), and a ``tail`` given to :meth:`setText` is always
+    shown whole."""
 
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+    def __init__(
+        self, text: str = "", parent: QWidget | None = None, at_word: bool = False
+    ) -> None:
         super().__init__(parent)
+        self.at_word = at_word
+        self._tail = ""
         self.setText(text)
 
-    def setText(self, text: str) -> None:
-        self._full = text
-        self.setToolTip(text)
+    def setText(self, text: str, tail: str = "") -> None:
+        self._full, self._tail = text + tail, tail
+        self.setToolTip(self._full)
         self._elide()
 
     def text(self) -> str:
@@ -352,12 +380,19 @@ class ElidedLabel(QLabel):
 
     def minimumSizeHint(self) -> QSize:
         height = super().minimumSizeHint().height()
-        return QSize(4 * self.fontMetrics().horizontalAdvance("…"), height)
+        kept = f"… {self._tail.lstrip(', ')}" if self._tail else "……"
+        width = self.fontMetrics().horizontalAdvance(kept) + 2 * self.margin() + 4
+        return QSize(max(width, 4 * self.fontMetrics().horizontalAdvance("…")), height)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         self._elide()
 
     def _elide(self) -> None:
-        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, self.width())
+        fm, width = self.fontMetrics(), self.contentsRect().width()
+        if self.at_word:
+            head = self._full[: len(self._full) - len(self._tail)]
+            shown = elide_at_word(head, fm, width, self._tail)
+        else:
+            shown = fm.elidedText(self._full, Qt.TextElideMode.ElideRight, self.width())
         super().setText(shown)

@@ -23,6 +23,7 @@ from .batch_controller import BatchController
 from .compare import ComparisonView
 from .compare_controller import CompareController
 from .edit_controller import EditController
+from .editing import edit_mode_hint
 from .entry import QueueEntry, Status
 from .jobs import JobRunner
 from .menus.edit import EditMenu
@@ -93,6 +94,8 @@ class MainWindow(QMainWindow):
         self.save_many.changed.connect(self.update_enabled)
         self.save_many.changed.connect(self.update_title)
         self._build_actions()
+        # Edit mode's keys stay in the status bar while the mode lasts, under any message.
+        status.hint_while(self.touchup_menu.edit_mode, edit_mode_hint)
         self.model_setting.forget_missing_model_file()
         self.compare.set_current_model(self.settings.model)
         self.show_current()  # the empty window: the drop zone
@@ -335,7 +338,7 @@ class MainWindow(QMainWindow):
         p = entry.processed if entry is not None else None
         self.export_panel.show_enlarged(p.enlarged if p is not None else None)
         self.detail.setText(detail_text(entry, len(self.queue), self.settings))
-        self.provider_label.setText(made_text(p.result) if p is not None else "")
+        self.provider_label.setText(made_text(p.result, p.ran) if p is not None else "")
         if p is None:
             self.result_page.show_no_image(entry, len(self.queue))
         if entry is None:

@@ -115,9 +115,11 @@ def processed(
     editor: Editor | None = None,
     segmenter: ModelSegmenter | None = None,
     fmt: str = "png",
+    ran: tuple[str, ...] | None = None,
 ) -> Processed:
     """Display images for ``result``; those of ``earlier`` (the same photo) that still hold
-    are reused: the original always, the mask and thumbnail when the alpha is the same."""
+    are reused: the original always, the mask and thumbnail when the alpha is the same,
+    and what ran (:func:`models_ran`) unless ``ran`` says it."""
     rgb, alpha = result.image.rgb, result.alpha
     kept = earlier if earlier is not None and earlier.result.alpha is alpha else None
     output, edit_output = output_images(result, options, fmt)
@@ -134,7 +136,25 @@ def processed(
         editor=editor,
         segmenter=segmenter,
         enlarged=enlargement(alpha, options),
+        ran=ran if ran is not None else earlier.ran if earlier is not None else (),
     )
+
+
+def models_ran(remover: Remover, result: Result) -> tuple[str, ...]:
+    """Each model that made ``result``'s mask, with the precision it ran in, for a
+    combined model ("u2netp fp32", "isnet-imgly int8"): Best's own name says neither.
+    () for a model of its own (the result says both)."""
+    if not remover.members:
+        return ()
+    precisions = {m.spec.name: m.precision for m in remover.members}
+    unsure = result.guard is not None and result.guard.ran_fp32
+    ran = []
+    for name in result.models:
+        precision = precisions.get(name, result.precision)
+        if precision == "int8" and unsure:
+            precision = "fp32 (int8 was unsure of it)"
+        ran.append(f"{name} {precision}")
+    return tuple(ran)
 
 
 def apply_edit(
@@ -261,14 +281,15 @@ class Worker:
         ctx.token.check()  # withdrawn while the model was prepared
         result = remover.remove(source)
         ctx.token.check()
+        ran = models_ran(remover, result)
         if not edits:
-            return processed(result, config, options, fmt=fmt)
+            return processed(result, config, options, fmt=fmt, ran=ran)
         if edits.click_models and clicks is None:
             clicks = self.bind_clicks(ctx, result.image.rgb)
         editor, segmenter = start_editor(result, config.refine, edits, remover, clicks)
         ctx.token.check()
         result = result.with_edited_alpha(editor.alpha)
-        return processed(result, config, options, editor=editor, segmenter=segmenter, fmt=fmt)
+        return processed(result, config, options, None, editor, segmenter, fmt, ran)
 
     def bind_clicks(self, ctx: JobContext, rgb: np.ndarray) -> ClickReady:
         """The click model bound to the photo ``rgb``: obtained (reporting ``("download",
@@ -444,16 +465,27 @@ def composed_image(ctx: JobContext, result: Result, options: ComposeOptions) -> 
     return to_qimage(result.compose_array(options)).copy()
 
 
-def _preparing(ctx: JobContext, config: EngineConfig) -> TaskProgress:
-    """A model-preparation callback: reports about every 50 ms, stops when cancelled."""
-    last = [0.0]
+class _Preparing:
+    """A model-preparation callback (a :data:`TaskProgress`): reports about every 50 ms,
+    stops when cancelled. A combined model's members report through :meth:`for_model`,
+    so that the status bar names the model being made ready ("isnet-imgly", not "best")."""
 
-    def callback(task: str, done: int, total: int | None) -> None:
-        if ctx.token.cancelled:
+    def __init__(self, ctx: JobContext, config: EngineConfig, model: str = "") -> None:
+        self.ctx, self.config, self.model = ctx, config, model
+        self._last = 0.0
+
+    def __call__(self, task: str, done: int, total: int | None) -> None:
+        if self.ctx.token.cancelled:
             raise DownloadCancelled()  # the store and quantizer leave nothing behind
         now = time.monotonic()
-        if now - last[0] > 0.05 or (total and done >= total):
-            last[0] = now
-            ctx.report(Preparing(config, task, done, total))
+        if now - self._last > 0.05 or (total and done >= total):
+            self._last = now
+            self.ctx.report(Preparing(self.config, task, done, total, self.model))
 
-    return callback
+    def for_model(self, name: str) -> _Preparing:
+        return _Preparing(self.ctx, self.config, name)
+
+
+def _preparing(ctx: JobContext, config: EngineConfig) -> TaskProgress:
+    """A model-preparation callback for ``config`` (see :class:`_Preparing`)."""
+    return _Preparing(ctx, config)
