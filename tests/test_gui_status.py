@@ -236,3 +236,22 @@ def test_best_says_the_models_that_ran_and_their_precisions() -> None:
     assert models_ran(remover, first_only) == ("u2netp fp32",)  # type: ignore[arg-type]
     single = SimpleNamespace(members=())
     assert models_ran(single, both) == ()  # type: ignore[arg-type]
+
+
+def test_bests_preparation_names_the_model_it_makes(tmp_path) -> None:
+    """Each of a combined model's models reports its preparation under its own name: the
+    status bar says "isnet-imgly", not "best"."""
+    from bgremover.engine.pipeline import Remover
+    from bgremover.gui.worker import _preparing
+    from bgremover.network.models import ModelStore
+
+    reported: list[Preparing] = []
+    ctx = SimpleNamespace(token=SimpleNamespace(cancelled=False), report=reported.append)
+    best = EngineConfig(model="best")
+    remover = Remover(best, store=ModelStore(tmp_path), progress=_preparing(ctx, best))  # type: ignore[arg-type]
+    for member in remover.members:
+        member._progress("quantize", 1, 10)
+    assert [(p.model, p.config.model) for p in reported] == [
+        ("u2netp", "best"),
+        ("isnet-imgly", "best"),
+    ]

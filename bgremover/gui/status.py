@@ -39,10 +39,10 @@ class ProgressWithCancel(QWidget):
 
     def __init__(self, cancel_tip: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        # Long news ends in "…" (whole in its tooltip) instead of running under the
-        # status bar's other parts.
+        # Long news ends in "…" at a word (whole in its tooltip) where the bar is too
+        # narrow; the status bar's text gives way to it while it shows (StatusText).
         self.label = ElidedLabel(at_word=True)
-        self.label.setMaximumWidth(self.label.fontMetrics().averageCharWidth() * 60)
+        self.label.setMaximumWidth(self.label.fontMetrics().averageCharWidth() * 100)
         self.bar = QProgressBar()
         self.bar.setMaximumWidth(180)
         self.bar.setTextVisible(False)

@@ -367,9 +367,12 @@ class ElidedLabel(QLabel):
         self.setText(text)
 
     def setText(self, text: str, tail: str = "") -> None:
+        changed = text + tail != getattr(self, "_full", None)
         self._full, self._tail = text + tail, tail
         self.setToolTip(self._full)
         self._elide()
+        if changed:  # the layout asks the whole text's size again: the room to show it
+            self.updateGeometry()
 
     def text(self) -> str:
         return self._full
