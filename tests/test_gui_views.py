@@ -202,6 +202,7 @@ def test_heat_legend_title_is_clear_of_the_colour_bar(qtbot, window, u2netp_int8
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
         window.add_paths([DATA / "skimage_chelsea.png"])
     legend = window.compare.legend
+    window.compare.heat_button.setChecked(True)  # the legend shows with the heatmap
     window.compare.raw_toggle.setChecked(True)
     assert legend.title == "|Δraw|"
     legend.resize(legend.minimumSizeHint())  # the tightest it is ever laid out

@@ -55,16 +55,21 @@ from .views import ElidedLabel, ImageView, ViewLock
 
 #: What each side can show: (key, the word in titles, the choice's text, its tooltip).
 SHOWS = (
-    ("cutout", "cutout", "Cutouts", "Each side's cutout on the checkerboard: what Save writes"),
+    ("cutout", "cutout", "Cutouts", "Each side's cutout on the checkerboard"),
     ("mask", "mask", "Masks", "Each side's mask: white kept, black dropped"),
     (
         "overlay",
         "mask over the photo",
-        "Masks over the photo",
+        "Masks on the photo",
         "The photo, with what each side drops tinted",
     ),
 )
 SHOW_WORDS = {key: word for key, word, _text, _tip in SHOWS}
+SPOT_BUTTON = "Biggest difference"
+SPOT_TIP = (
+    "Zoom to where A and B differ most along the edges (hair, fur, outlines); again for "
+    "the next place (Ctrl+D)"
+)
 
 
 def offers_int8(model: str) -> bool:
@@ -220,6 +225,7 @@ class ComparisonView(QWidget):
             self.show_box.addItem(text, key)
             self.show_box.setItemData(self.show_box.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         self.show_box.setToolTip("What each side shows")
+        self.show_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.show_box.currentIndexChanged.connect(self._refresh)
         self.heat_button = _tool(
             "Differences",
@@ -228,14 +234,9 @@ class ComparisonView(QWidget):
         )
         self.heat_button.setCheckable(True)
         self.heat_button.toggled.connect(self._refresh)
-        self.spot_button = _tool(
-            "Biggest difference",
-            "Zoom to where A and B differ most along the edges (hair, fur, outlines); "
-            "again for the next place (Ctrl+D)",
-        )
+        self.spot_button = _tool(SPOT_BUTTON, SPOT_TIP)
         self.spot_button.setShortcut("Ctrl+D")
         self.spot_button.clicked.connect(self.next_difference)
-        self.spot_label = QLabel("")
         self.fit_button = _tool("Fit", "Fit the image to the panes (Ctrl+0)")
         self.fit_button.clicked.connect(self.fit)
         self.actual_button = _tool("100 %", "One image pixel per screen pixel (Ctrl+1)")
@@ -248,11 +249,12 @@ class ComparisonView(QWidget):
         self.raw_toggle.toggled.connect(self._refresh)
         self.scale_box = QComboBox()
         for scale in HEAT_SCALES:
-            self.scale_box.addItem(f"full scale {scale:g}", scale)
+            self.scale_box.addItem(f"{scale:g}", scale)
         self.scale_box.setCurrentIndex(self.scale_box.findData(DEFAULT_HEAT_SCALE))
         self.scale_box.setToolTip(
             "The heatmap's full scale: differences at or above it show at full colour"
         )
+        self.scale_box.setAccessibleName("The heatmap's full scale")
         self.scale_box.currentIndexChanged.connect(self._rescale)
         self.legend = HeatLegend()
         #: Pictures made from the result on the GUI thread, kept while it shows: the
@@ -280,43 +282,46 @@ class ComparisonView(QWidget):
         sides.addSpacing(12)
         sides.addWidget(self.side_b, 1)
 
-        # A tool bar: in a narrow window (1024 px) what does not fit is behind its ">>".
-        tools = QToolBar()
-        tools.setMovable(False)
-        tools.setFloatable(False)
-        tools.addWidget(self.side_by_side_button)
-        tools.addWidget(self.wipe_button)
-        tools.addWidget(self.show_box)
-        tools.addSeparator()
-        tools.addWidget(self.heat_button)
-        tools.addWidget(self.spot_button)
-        tools.addWidget(self.spot_label)
-        tools.addSeparator()
-        tools.addWidget(self.fit_button)
-        tools.addWidget(self.actual_button)
-        tools.addWidget(self.raw_toggle)
-        stretch = QWidget()
-        stretch.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        tools.addWidget(stretch)
+        # Two tool bars, how the sides show and where they differ, so that at 1024 px
+        # each fits whole (what would not is behind a ">>").
+        view_tools, difference_tools = _tool_bar(), _tool_bar()
+        for widget in (self.side_by_side_button, self.wipe_button, self.show_box):
+            view_tools.addWidget(widget)
+        view_tools.addSeparator()
+        view_tools.addWidget(self.fit_button)
+        view_tools.addWidget(self.actual_button)
+        view_tools.addWidget(_stretch())
+        view_tools.addWidget(self.raw_toggle)
+        difference_tools.addWidget(self.spot_button)
+        difference_tools.addWidget(self.heat_button)
+        difference_tools.addWidget(_stretch())
         #: The heatmap's scale and legend show while the heatmap does.
-        self._heat_tools = (tools.addWidget(self.scale_box), tools.addWidget(self.legend))
+        self._heat_tools = (
+            difference_tools.addWidget(self.scale_box),
+            difference_tools.addWidget(self.legend),
+        )
 
-        form = QFormLayout()
-        form.setVerticalSpacing(2)
-        for key, text in (
-            ("mean", "mean |Δα| (image)"),
-            ("band", "mean |Δα| (edge band)"),
-            ("max", "max |Δα|"),
-            ("iou", "IoU at 0.5"),
-            ("t32", "inference A"),
-            ("t8", "inference B"),
-            ("prov", "providers"),
-            ("raw", "raw output range A | B"),
+        # Two columns of numbers (what B changes | speed and outputs): the panes keep
+        # the height four more lines would take.
+        columns = (QFormLayout(), QFormLayout())
+        for i, (key, text) in enumerate(
+            (
+                ("mean", "mean |Δα| (image)"),
+                ("band", "mean |Δα| (edge band)"),
+                ("max", "max |Δα|"),
+                ("iou", "IoU at 0.5"),
+                ("t32", "inference A"),
+                ("t8", "inference B"),
+                ("prov", "providers"),
+                ("raw", "raw output range A | B"),
+            )
         ):
             value = ElidedLabel("–")  # in a narrow window a long one ends in "…"
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            value.setMinimumWidth(40)
             self.numbers[key] = value
-            form.addRow(text + ":", value)
+            columns[i // 4].setVerticalSpacing(2)
+            columns[i // 4].addRow(text + ":", value)
         #: What B does to the photo, in words (a warning when int8 changes it materially).
         self.verdict = QLabel("")
         self.verdict.setWordWrap(True)
@@ -324,13 +329,20 @@ class ComparisonView(QWidget):
         # Room for two lines, result or not, so that the panes do not move when it comes.
         self.verdict.setMinimumHeight(2 * self.verdict.fontMetrics().lineSpacing())
         self.numbers_box = QWidget()
-        self.numbers_box.setLayout(form)
+        row = QHBoxLayout(self.numbers_box)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(16)
+        for column in columns:
+            row.addLayout(column, 1)
         # One line per number, placeholder or not: its height never changes.
         self.numbers_box.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
 
         layout = QVBoxLayout(self)
         layout.addLayout(sides)
-        layout.addWidget(tools)
+        # Its height with the legend, shown or not: the panes do not move when it comes.
+        difference_tools.setMinimumHeight(difference_tools.sizeHint().height())
+        layout.addWidget(view_tools)
+        layout.addWidget(difference_tools)
         layout.addWidget(self.pane_area, 1)
         layout.addWidget(self.verdict)
         layout.addWidget(self.numbers_box)
@@ -362,7 +374,7 @@ class ComparisonView(QWidget):
 
     def fit(self) -> None:
         """Fit the image to the panes; it stays fitted as they change size."""
-        for view in self.views:
+        for view in self.shown_views():
             view.fit()
 
     def actual_size(self) -> None:
@@ -378,7 +390,7 @@ class ComparisonView(QWidget):
         if self._spots is None:
             self._spots = difference_spots(c.diff, c.a.mask, c.b.mask)
         if not self._spots:
-            self.spot_label.setText("A and B agree along every edge")
+            self.spot_button.setText("No difference on the edges")
             return
         self._spot = (self._spot + 1) % len(self._spots)
         spot = self._spots[self._spot]
@@ -386,9 +398,13 @@ class ComparisonView(QWidget):
         margin = 0.15 * max(x1 - x0, y1 - y0)  # a little of what is around it
         region = QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-margin, -margin, margin, margin)
         self.shown_views()[0].show_region(region)  # the lock takes the others there
-        self.spot_label.setText(
-            f"{self._spot + 1} of {len(self._spots)}: mean |Δα| {spot.mean_abs:.2f} "
-            "on the edges here"
+        if self.wipe_button.isChecked():  # A and B meet in the middle of the place
+            self.wipe_view.set_fraction((x0 + x1) / 2 / r.size[0])
+        # The button says where the user is, and that pressing again goes on.
+        self.spot_button.setText(f"Next difference ({self._spot + 1} of {len(self._spots)})")
+        self.spot_button.setToolTip(
+            f"{SPOT_TIP}\n\nShown: difference {self._spot + 1} of {len(self._spots)}, mean "
+            f"|Δα| {spot.mean_abs:.2f} on the edges there"
         )
 
     # -- content -------------------------------------------------------------------
@@ -419,7 +435,8 @@ class ComparisonView(QWidget):
     def _forget_pictures(self) -> None:
         self._heat_cache, self._overlays = {}, None
         self._spots, self._spot = None, -1
-        self.spot_label.setText("")
+        self.spot_button.setText(SPOT_BUTTON)
+        self.spot_button.setToolTip(SPOT_TIP)
 
     def set_result(self, result: Compared) -> None:
         if result is not self.result:
@@ -428,9 +445,12 @@ class ComparisonView(QWidget):
         self.result = result
         c, m = result.comparison, result.metrics
         self.numbers["mean"].setText(f"{m['mean_abs']:.4f}")
-        self.numbers["band"].setText(
-            f"{m['band_abs']:.4f}  (±{m['band_radius']} px around A's outline, "
-            f"{100 * m['band_fraction']:.1f} % of the image)"
+        # The number alone, whole in a narrow window; where the band is, in its tooltip.
+        band = self.numbers["band"]
+        band.setText(f"{m['band_abs']:.4f}")
+        band.setToolTip(
+            f"±{m['band_radius']} px around A's outline, {100 * m['band_fraction']:.1f} % "
+            "of the image"
         )
         self.numbers["max"].setText(f"{m['max_abs']:.3f}")
         self.numbers["iou"].setText(f"{m['iou']:.4f}")
@@ -553,3 +573,17 @@ def _tool(text: str, tip: str) -> QToolButton:
     button.setToolTip(tip)
     button.setAutoRaise(False)
     return button
+
+
+def _tool_bar() -> QToolBar:
+    bar = QToolBar()
+    bar.setMovable(False)
+    bar.setFloatable(False)
+    return bar
+
+
+def _stretch() -> QWidget:
+    """Room that pushes what comes after it to the tool bar's end."""
+    stretch = QWidget()
+    stretch.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+    return stretch

@@ -270,7 +270,9 @@ class ViewLock:
             view.viewChanged.connect(lambda v=view: self._mirror(v))
 
     def _mirror(self, source: ImageView) -> None:
-        if self._busy:
+        # A view laid aside (the comparison's panes not shown) follows, never leads:
+        # its size, and so its fit, is not the one on screen.
+        if self._busy or not source.isVisibleTo(source.window()):
             return
         self._busy = True
         try:
