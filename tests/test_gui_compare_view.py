@@ -85,7 +85,7 @@ def pair():
 
 
 @pytest.fixture()
-def view(qtbot, tmp_path: Path, pair) -> ComparisonView:
+def view(qtbot, tmp_path: Path, pair, isolated_settings) -> ComparisonView:
     widget = ComparisonView(ModelStore(tmp_path))
     qtbot.addWidget(widget)
     widget.resize(1200, 760)
@@ -209,7 +209,9 @@ def test_biggest_difference_zooms_to_the_largest_then_the_next(qtbot, view, wipe
     assert shown.zoom == pytest.approx(fitted_zoom)
 
 
-def test_sides_that_agree_say_so_instead_of_zooming(qtbot, tmp_path: Path, pair) -> None:
+def test_sides_that_agree_say_so_instead_of_zooming(
+    qtbot, tmp_path: Path, pair, isolated_settings
+) -> None:
     same = Comparison(
         pair.comparison.a,
         pair.comparison.a,
@@ -246,3 +248,13 @@ def test_the_panes_use_the_room_they_have(qtbot, view, size: tuple[int, int]) ->
         port = shown[0].viewport().rect()
         on_screen = shown[0].mapFromScene(shown[0].sceneRect()).boundingRect()
         assert on_screen.width() >= port.width() - 6 or on_screen.height() >= port.height() - 6
+
+
+def test_the_views_choices_are_kept_for_the_next_run(qtbot, view, tmp_path: Path) -> None:
+    view.wipe_button.setChecked(True)
+    view.show_box.setCurrentIndex(view.show_box.findData("mask"))
+    view.heat_button.setChecked(True)
+    again = ComparisonView(ModelStore(tmp_path))
+    qtbot.addWidget(again)
+    assert again.wipe_button.isChecked() and again.heat_button.isChecked()
+    assert again.show_box.currentData() == "mask"

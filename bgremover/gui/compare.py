@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import cv2
 from PySide6.QtCore import QRectF, Qt, Signal
-from PySide6.QtGui import QImage, QStandardItemModel
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from ..compare.report import DEFAULT_HEAT_SCALE, HEAT_SCALES, heatmap
 from ..compare.spots import Spot, difference_spots
-from ..network.models import PRECISIONS, REGISTRY, ModelStore
+from ..network.models import ModelStore
 from .compare_panes import (
     LEGEND_TITLES,
     ComparePane,
@@ -41,16 +41,9 @@ from .compare_panes import (
     mask_over_photo,
 )
 from .imageconv import to_display, to_qimage
-from .model_choice import (
-    DEFAULT_SIDES,
-    ModelBox,
-    Side,
-    confirm_download,
-    model_tooltip,
-    needs_download,
-    relabel_models,
-)
+from .model_choice import DEFAULT_SIDES, Side, SideChooser
 from .results import Compared
+from .settings import qsettings
 from .views import ElidedLabel, ImageView, ViewLock
 
 #: What each side can show: (key, the word in titles, the choice's text, its tooltip).
@@ -66,122 +59,12 @@ SHOWS = (
 )
 SHOW_WORDS = {key: word for key, word, _text, _tip in SHOWS}
 SPOT_BUTTON = "Biggest difference"
+#: Where the view's choices are remembered (the app's settings file).
+LAYOUT_KEY, SHOW_KEY, HEAT_KEY = "compare/layout", "compare/show", "compare/differences"
 SPOT_TIP = (
     "Zoom to where A and B differ most along the edges (hair, fur, outlines); again for "
     "the next place (Ctrl+D)"
 )
-
-
-def offers_int8(model: str) -> bool:
-    """Whether ``model`` has an int8 version (a model file of unknown family: tried)."""
-    spec = REGISTRY.get(model)
-    return spec is None or bool(spec.int8_recipes)
-
-
-class SideChooser(QWidget):
-    """One side of the comparison: a model (the current one, or any registry model,
-    each with its size and whether it is cached) and a precision."""
-
-    #: The user chose another model or precision (a download was agreed to).
-    changed = Signal()
-
-    def __init__(
-        self, name: str, side: Side, store: ModelStore, parent: QWidget | None = None
-    ) -> None:
-        super().__init__(parent)
-        self.name = name
-        self._store = store
-        self._current_model = ""
-        self.model_box = ModelBox()
-        # Narrow in the bar (both sides fit a 1024 px window); the list opens wide, inside
-        # the window.
-        self.model_box.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
-        )
-        self.model_box.setMinimumContentsLength(10)
-        self.model_box.addItem("current model", None)
-        for spec_name, spec in REGISTRY.items():
-            self.model_box.addItem(spec_name, spec_name)
-            self.model_box.setItemData(
-                self.model_box.count() - 1, model_tooltip(spec), Qt.ItemDataRole.ToolTipRole
-            )
-        self.model_box.setToolTip(f"The model of side {name}")
-        self.precision_box = QComboBox()
-        for precision in PRECISIONS:
-            self.precision_box.addItem(precision, precision)
-        self.precision_box.setToolTip(f"The precision of side {name}")
-        self.refresh_labels()
-        self.set_side(side)
-        self._shown = self.side()
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(4)
-        label = QLabel(f"{name}:")
-        label.setBuddy(self.model_box)
-        layout.addWidget(label)
-        layout.addWidget(self.model_box, 1)
-        layout.addWidget(self.precision_box)
-        self.model_box.currentIndexChanged.connect(self._chosen)
-        self.precision_box.currentIndexChanged.connect(self._chosen)
-
-    def side(self) -> Side:
-        return self.model_box.currentData(), self.precision_box.currentData()
-
-    def model(self) -> str:
-        """The model this side runs (the current model's name when it follows it)."""
-        return self.model_box.currentData() or self._current_model
-
-    def set_side(self, side: Side) -> None:
-        """Show ``side`` (a model file gets an entry) without reporting a change."""
-        model, precision = side
-        if model is not None and self.model_box.findData(model) < 0:
-            from pathlib import Path
-
-            self.model_box.addItem(Path(model).name, model)
-            self.model_box.setItemData(
-                self.model_box.count() - 1, model, Qt.ItemDataRole.ToolTipRole
-            )
-        for box, value in ((self.model_box, model), (self.precision_box, precision)):
-            box.blockSignals(True)
-            box.setCurrentIndex(max(0, box.findData(value)))
-            box.blockSignals(False)
-        self._offer_precisions()
-        self._shown = self.side()
-
-    def set_current_model(self, model: str) -> None:
-        """The settings' model: what "current model" means."""
-        from pathlib import Path
-
-        self._current_model = model
-        shown = model if model in REGISTRY else Path(model).name
-        self.model_box.setItemText(0, f"current model ({shown})")
-        self._offer_precisions()
-
-    def refresh_labels(self) -> None:
-        relabel_models(self.model_box, self._store)
-
-    def _offer_precisions(self) -> None:
-        """int8 only for models that have it; such a side falls back to fp32."""
-        int8 = offers_int8(self.model())
-        model = self.precision_box.model()
-        assert isinstance(model, QStandardItemModel)  # a combo box's own model
-        item = model.item(self.precision_box.findData("int8"))
-        item.setEnabled(int8)
-        if not int8 and self.precision_box.currentData() == "int8":
-            self.precision_box.blockSignals(True)
-            self.precision_box.setCurrentIndex(self.precision_box.findData("fp32"))
-            self.precision_box.blockSignals(False)
-
-    def _chosen(self) -> None:
-        spec = needs_download(self.model(), self._store)
-        asked = spec is not None and self.model_box.currentData() != self._shown[0]
-        if asked and spec is not None and not confirm_download(self, spec, self._store):
-            self.set_side(self._shown)  # Cancel: the side it was
-            return
-        self._offer_precisions()
-        if self.side() != self._shown:
-            self._shown = self.side()
-            self.changed.emit()
 
 
 class ComparisonView(QWidget):
@@ -346,6 +229,7 @@ class ComparisonView(QWidget):
         layout.addWidget(self.pane_area, 1)
         layout.addWidget(self.verdict)
         layout.addWidget(self.numbers_box)
+        self._restore_choices()
         self.clear()
 
     # -- the sides -------------------------------------------------------------------
@@ -406,6 +290,22 @@ class ComparisonView(QWidget):
             f"{SPOT_TIP}\n\nShown: difference {self._spot + 1} of {len(self._spots)}, mean "
             f"|Δα| {spot.mean_abs:.2f} on the edges there"
         )
+
+    # -- the user's choices of what shows, remembered between runs ----------------------
+    def _restore_choices(self) -> None:
+        settings = qsettings()  # all read first: each choice set writes them all
+        wipe = settings.value(LAYOUT_KEY, "side") == "wipe"
+        show = self.show_box.findData(settings.value(SHOW_KEY, "cutout"))
+        heat = settings.value(HEAT_KEY, False, type=bool)
+        self.wipe_button.setChecked(wipe)
+        self.show_box.setCurrentIndex(max(0, show))
+        self.heat_button.setChecked(heat)
+
+    def _remember_choices(self) -> None:
+        settings = qsettings()
+        settings.setValue(LAYOUT_KEY, "wipe" if self.wipe_button.isChecked() else "side")
+        settings.setValue(SHOW_KEY, self.show_box.currentData())
+        settings.setValue(HEAT_KEY, self.heat_button.isChecked())
 
     # -- content -------------------------------------------------------------------
     def clear(self, size: tuple[int, int] | None = None) -> None:
@@ -478,6 +378,7 @@ class ComparisonView(QWidget):
         self._refresh()
 
     def _refresh(self) -> None:
+        self._remember_choices()
         raw, heat = self.raw_toggle.isChecked(), self.heat_button.isChecked()
         wipe = self.wipe_button.isChecked()
         show = self.show_box.currentData()

@@ -1,14 +1,17 @@
 """Choosing a model: how each is labelled (size, cached, licence, non-commercial), and
-the question asked before one is downloaded. The Settings pane's model box and the
-comparison's side choosers both use these, so a model reads the same in both.
+the question asked before one is downloaded, and a side of the comparison (a model and a
+precision). The Settings pane's model box and the comparison's side choosers both use
+these, so a model reads the same in both.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QPaintEvent
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPaintEvent, QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox,
+    QHBoxLayout,
+    QLabel,
     QMessageBox,
     QStyle,
     QStyleOptionComboBox,
@@ -17,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.pipeline import made_int8
-from ..network.models import REGISTRY, ModelSpec, ModelStore, size_text
+from ..network.models import PRECISIONS, REGISTRY, ModelSpec, ModelStore, size_text
 
 #: A side of a comparison as the user chose it: a model (None: the model of the
 #: settings) and a precision.
@@ -166,3 +169,115 @@ def needs_download(model: str, store: ModelStore) -> ModelSpec | None:
     model: one of its models is not cached); else None."""
     spec = REGISTRY.get(model)
     return spec if spec is not None and store.cached_path(spec) is None else None
+
+
+def offers_int8(model: str) -> bool:
+    """Whether ``model`` has an int8 version (a model file of unknown family: tried)."""
+    spec = REGISTRY.get(model)
+    return spec is None or bool(spec.int8_recipes)
+
+
+class SideChooser(QWidget):
+    """One side of the comparison: a model (the current one, or any registry model,
+    each with its size and whether it is cached) and a precision."""
+
+    #: The user chose another model or precision (a download was agreed to).
+    changed = Signal()
+
+    def __init__(
+        self, name: str, side: Side, store: ModelStore, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.name = name
+        self._store = store
+        self._current_model = ""
+        self.model_box = ModelBox()
+        # Narrow in the bar (both sides fit a 1024 px window); the list opens wide, inside
+        # the window.
+        self.model_box.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.model_box.setMinimumContentsLength(10)
+        self.model_box.addItem("current model", None)
+        for spec_name, spec in REGISTRY.items():
+            self.model_box.addItem(spec_name, spec_name)
+            self.model_box.setItemData(
+                self.model_box.count() - 1, model_tooltip(spec), Qt.ItemDataRole.ToolTipRole
+            )
+        self.model_box.setToolTip(f"The model of side {name}")
+        self.precision_box = QComboBox()
+        for precision in PRECISIONS:
+            self.precision_box.addItem(precision, precision)
+        self.precision_box.setToolTip(f"The precision of side {name}")
+        self.refresh_labels()
+        self.set_side(side)
+        self._shown = self.side()
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        label = QLabel(f"{name}:")
+        label.setBuddy(self.model_box)
+        layout.addWidget(label)
+        layout.addWidget(self.model_box, 1)
+        layout.addWidget(self.precision_box)
+        self.model_box.currentIndexChanged.connect(self._chosen)
+        self.precision_box.currentIndexChanged.connect(self._chosen)
+
+    def side(self) -> Side:
+        return self.model_box.currentData(), self.precision_box.currentData()
+
+    def model(self) -> str:
+        """The model this side runs (the current model's name when it follows it)."""
+        return self.model_box.currentData() or self._current_model
+
+    def set_side(self, side: Side) -> None:
+        """Show ``side`` (a model file gets an entry) without reporting a change."""
+        model, precision = side
+        if model is not None and self.model_box.findData(model) < 0:
+            from pathlib import Path
+
+            self.model_box.addItem(Path(model).name, model)
+            self.model_box.setItemData(
+                self.model_box.count() - 1, model, Qt.ItemDataRole.ToolTipRole
+            )
+        for box, value in ((self.model_box, model), (self.precision_box, precision)):
+            box.blockSignals(True)
+            box.setCurrentIndex(max(0, box.findData(value)))
+            box.blockSignals(False)
+        self._offer_precisions()
+        self._shown = self.side()
+
+    def set_current_model(self, model: str) -> None:
+        """The settings' model: what "current model" means."""
+        from pathlib import Path
+
+        self._current_model = model
+        shown = model if model in REGISTRY else Path(model).name
+        self.model_box.setItemText(0, f"current model ({shown})")
+        self._offer_precisions()
+
+    def refresh_labels(self) -> None:
+        relabel_models(self.model_box, self._store)
+
+    def _offer_precisions(self) -> None:
+        """int8 only for models that have it; such a side falls back to fp32."""
+        int8 = offers_int8(self.model())
+        model = self.precision_box.model()
+        assert isinstance(model, QStandardItemModel)  # a combo box's own model
+        item = model.item(self.precision_box.findData("int8"))
+        item.setEnabled(int8)
+        if not int8 and self.precision_box.currentData() == "int8":
+            self.precision_box.blockSignals(True)
+            self.precision_box.setCurrentIndex(self.precision_box.findData("fp32"))
+            self.precision_box.blockSignals(False)
+
+    def _chosen(self) -> None:
+        spec = needs_download(self.model(), self._store)
+        asked = spec is not None and self.model_box.currentData() != self._shown[0]
+        if asked and spec is not None and not confirm_download(self, spec, self._store):
+            self.set_side(self._shown)  # Cancel: the side it was
+            return
+        self._offer_precisions()
+        if self.side() != self._shown:
+            self._shown = self.side()
+            self.changed.emit()
