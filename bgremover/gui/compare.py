@@ -142,7 +142,7 @@ class ComparisonView(QWidget):
         self.legend = HeatLegend()
         #: Pictures made from the result on the GUI thread, kept while it shows: the
         #: heatmaps by (raw, scale[, "over"]), the masks over the photo.
-        self._heat_cache: dict[tuple, QImage | None] = {}
+        self._heat_cache: dict[tuple[bool, float, bool], QImage | None] = {}
         self._overlays: tuple[QImage, QImage] | None = None
         #: The places A and B differ most (found when first asked for) and the one shown.
         self._spots: list[Spot] | None = None
@@ -296,7 +296,7 @@ class ComparisonView(QWidget):
         settings = qsettings()  # all read first: each choice set writes them all
         wipe = settings.value(LAYOUT_KEY, "side") == "wipe"
         show = self.show_box.findData(settings.value(SHOW_KEY, "cutout"))
-        heat = settings.value(HEAT_KEY, False, type=bool)
+        heat = bool(settings.value(HEAT_KEY, False, type=bool))
         self.wipe_button.setChecked(wipe)
         self.show_box.setCurrentIndex(max(0, show))
         self.heat_button.setChecked(heat)
@@ -341,7 +341,7 @@ class ComparisonView(QWidget):
     def set_result(self, result: Compared) -> None:
         if result is not self.result:
             self._forget_pictures()
-            self._heat_cache[(False, DEFAULT_HEAT_SCALE)] = result.heat
+            self._heat_cache[(False, DEFAULT_HEAT_SCALE, False)] = result.heat
         self.result = result
         c, m = result.comparison, result.metrics
         self.numbers["mean"].setText(f"{m['mean_abs']:.4f}")
