@@ -273,8 +273,7 @@ class EditController(QObject):
             # Undo's own path (exact patches), but no change the user made: Redo does not
             # offer it back.
             self.host.jobs.edit(entry, "undo")
-            if editing.redo and editing.redo[-1].op is op:
-                editing.redo.pop()
+            editing.forget_redo(op)
             after = "It is not kept as an edit."
         else:
             after = "Right-click its marker to take it back."

@@ -335,6 +335,11 @@ class EditState:
         self.pending.append(self._request(action, change, change.after))
         return True
 
+    def forget_redo(self, op: Operation) -> None:
+        """``op``, just undone because it changed nothing, is not offered back by Redo."""
+        if self.redo and self.redo[-1].op is op:
+            self.redo.pop()
+
     @staticmethod
     def _request(action: str, change: _Change, now: Edits) -> EditRequest:
         """The request for ``action`` (``change`` made or undone, leading to ``now``)."""
