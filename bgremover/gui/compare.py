@@ -325,7 +325,8 @@ class ComparisonView(QWidget):
             self.placeholder.setText(
                 "Select an image and this view runs it through side A and side B (fp32 "
                 "and int8 of the model unless you choose others above). The first "
-                "comparison makes the int8 model, once; the status bar shows its progress "
+                "comparison in int8 makes the model's int8 version, once: about 2 minutes "
+                "for u2netp on 2 cores, 10 for IS-Net. The status bar shows how far it is "
                 "and the time left."
             )
         self._refresh()
