@@ -255,3 +255,30 @@ def test_bests_preparation_names_the_model_it_makes(tmp_path) -> None:
         ("u2netp", "best"),
         ("isnet-imgly", "best"),
     ]
+
+
+def test_the_windows_status_bar_hosts_save_all_and_edit_modes_keys(qtbot, isolated_settings):
+    """In the app's window: Save All's progress (its own module's widget) takes the
+    provider's place, and edit mode's keys stay under any message while the mode lasts."""
+    from conftest import make_window
+
+    window = make_window(qtbot)
+    window.resize(1024, 700)
+    text, bar = window.status_line.text, window.statusBar()
+    bar.clearMessage()
+    window.provider_label.setText(PROVIDER)
+    assert text.shown is Priority.PROVIDER and window.provider_label.isVisible()
+    saving = window.save_many.bar
+    saving.start(19, isolated_settings / "out")
+    assert text.shown is Priority.TASK and not window.provider_label.isVisible()
+    assert saving.label.text() == "Saving 1 of 19 to out…"
+    saving.hide()
+    assert text.shown is Priority.PROVIDER and window.provider_label.isVisible()
+    window.touchup_menu.edit_mode.setChecked(True)
+    assert text.shown is Priority.HINT and text.message.text().startswith("Edit mode: ")
+    bar.showMessage("Took back the add click at (10, 20); Undo puts it back.", 6000)
+    assert text.shown is Priority.MESSAGE
+    bar.clearMessage()
+    assert text.shown is Priority.HINT
+    window.touchup_menu.edit_mode.setChecked(False)
+    assert text.shown is Priority.PROVIDER
