@@ -48,7 +48,7 @@ class TerminalProgress:
         #: A line per step, where there is no terminal.
         self.lines = enabled and self.stream is not None and not terminal
         self._shown = False
-        self._announced: set[str] = set()
+        self._announced: set[tuple[str, str]] = set()
 
     def show(self, text: str) -> None:
         if not self.enabled:
@@ -79,13 +79,12 @@ class TerminalProgress:
         from .network.models import REGISTRY, size_text
 
         spec = REGISTRY.get(name)
-        # The size is said before the download starts (the npm and pip mirrors cannot
-        # report progress in bytes).
+        # The size is said first: the npm and pip mirrors cannot report progress in bytes.
         size = "" if spec is None else f", {size_text(spec.bytes, spec.bytes_exact)}"
 
         def callback(task: str, done: int, total: int | None) -> None:
-            if self.lines and task not in self._announced:  # a log gets one line per task
-                self._announced.add(task)
+            if self.lines and (name, task) not in self._announced:  # a line per task
+                self._announced.add((name, task))
                 what = "making the int8 version of" if task == "quantize" else "downloading"
                 where = size if task == "download" else ""
                 self.step(f"{what} {name} (first use{where}; it is kept in the model cache)...")
@@ -99,6 +98,7 @@ class TerminalProgress:
             else:
                 self.show(f"Downloading {name}{size}: {done / 1e6:.1f} MB")
 
+        callback.for_model = self.task  # type: ignore[attr-defined]  # Best's members, by name
         return callback
 
 
@@ -772,8 +772,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
     from .export.presets import check_export, get_preset, options_from
     from .touchup.edit import load_edits
 
-    # The preset, then the options given here over it; all checked before the model is
-    # loaded or any image read, as is what -o names (a file or a folder).
+    # The preset, then the options here over it; all checked before any model or image, as -o.
     values = dict(get_preset(args.preset).values) if args.preset else {}
     values.update(export_values(args))
     options, preset_fmt = options_from(values, ComposeOptions(mask_only=args.mask_only))

@@ -225,3 +225,25 @@ def test_models_list_int8_row_shows_its_own_size(u2netp_int8_path: Path) -> None
     assert record["bytes"] == u2netp_int8_path.stat().st_size
     assert record["filename"] == u2netp_int8_path.name and record["md5"] is None
     assert "4.6 MB" not in record["description"] and record["default"] is False
+
+
+def test_bests_preparation_names_the_model_being_made() -> None:
+    # Best's members report through their own names: a log says which model is
+    # downloaded or made in int8, not "best".
+    import io
+
+    from bgremover.cli import TerminalProgress
+
+    out = io.StringIO()
+    best = TerminalProgress(out).task("best")
+    best.for_model("u2netp")("download", 1, 10)
+    isnet = best.for_model("isnet-imgly")
+    isnet("download", 5, 10)
+    isnet("quantize", 1, 29)
+    isnet("quantize", 2, 29)
+    assert out.getvalue().splitlines() == [
+        "bgremover: downloading u2netp (first use, 4.6 MB; it is kept in the model cache)...",
+        "bgremover: downloading isnet-imgly (first use, 88 MB; it is kept in the model cache)...",
+        "bgremover: making the int8 version of isnet-imgly (first use; it is kept in the "
+        "model cache)...",
+    ]

@@ -21,7 +21,7 @@ from PySide6.QtGui import QImage
 from ..files.imaging import LoadedImage
 from ..network.models import BEST
 from ..touchup.edit import Edits, Operation
-from .results import ClickReady, Compared, Processed
+from .results import ClickReady, Compared, Processed, made_by
 
 if TYPE_CHECKING:  # annotations only: importing these loads the engine
     from ..engine.pipeline import EngineConfig
@@ -485,7 +485,7 @@ class QueueEntry:
         r = self.processed.result
         h, w = r.mask.shape
         text = (
-            f"{self.name}: {w}×{h}, {r.model} {r.precision}, "
+            f"{self.name}: {w}×{h}, {made_by(r, self.processed.ran)}, "
             f"inference {1000 * r.timings['infer']:.0f} ms"
         )
         if self.edited:

@@ -28,6 +28,7 @@ from ..engine.pipeline import Result
 from ..network.models import BEST
 from ..touchup.edit import Box
 from .entry import QueueEntry, Status
+from .results import made_by
 from .settings import Settings
 from .views import DropZone, ImageView
 
@@ -82,13 +83,7 @@ def made_text(result: Result, ran: tuple[str, ...] = ()) -> str:
     combined model, ``ran`` names the models that ran and their precisions ("best
     (u2netp fp32 + isnet-imgly int8)"), which its own name does not say."""
     active = ", ".join(x.replace("ExecutionProvider", "") for x in result.providers)
-    if ran:
-        made = f"{result.model} ({' + '.join(ran)})"
-    else:
-        made = f"{result.model} {result.precision}"
-        if result.guard is not None and result.guard.ran_fp32:
-            made += " (int8 was unsure of it)"
-    return f"This image: {made} on {active}"
+    return f"This image: {made_by(result, ran)} on {active}"
 
 
 class DoubtNotice(QFrame):

@@ -114,6 +114,18 @@ class Processed:
         return None
 
 
+def made_by(result: Result, ran: tuple[str, ...] = ()) -> str:
+    """What made ``result``'s mask: "u2netp int8", or for a combined model the models that
+    ran and their precisions (``ran``: "best (u2netp fp32 + isnet-imgly int8)"), which
+    its own name does not say."""
+    if ran:
+        return f"{result.model} ({' + '.join(ran)})"
+    made = f"{result.model} {result.precision}"
+    if result.guard is not None and result.guard.ran_fp32:
+        made += " (int8 was unsure of it)"
+    return made
+
+
 @dataclass(frozen=True)
 class Edited:
     """An edit applied (or undone, or redone): the result with it, and the box it changed."""
