@@ -73,12 +73,13 @@ def hue_distance(a: float, b: float) -> float:
 def test_markers_show_where_the_clicks_landed_at_one_size_and_follow_undo_and_reset(qtbot):
     from bgremover.gui.markers import DROP_COLOR, KEEP_COLOR, MARKER_RADIUS
 
+    # Clicks that change a region: one that changes nothing is not kept (no marker).
     window = opened(qtbot, CAT)
-    click(qtbot, window, "add", 100.5, 80.5)
-    click(qtbot, window, "remove", 220.5, 150.5)
+    click(qtbot, window, "add", 40.5, 280.5)
+    click(qtbot, window, "remove", 300.5, 200.5)
     shown = markers(window)
     assert [m.sign for m in shown] == ["+", "−"]
-    for m, at in zip(shown, [(100.5, 80.5), (220.5, 150.5)], strict=True):
+    for m, at in zip(shown, [(40.5, 280.5), (300.5, 200.5)], strict=True):
         assert (m.pos().x(), m.pos().y()) == pytest.approx(at, abs=1e-6)
         assert (m.pos().x(), m.pos().y()) == m.op.points[0]  # the click's own point
     assert [m.index for m in shown] == [0, 1]
@@ -93,19 +94,19 @@ def test_markers_show_where_the_clicks_landed_at_one_size_and_follow_undo_and_re
     assert len(set(sizes)) == 1 and sizes[0] >= 2 * MARKER_RADIUS
     # Drawn on the view: a green disc with a white + over the cat, a red one with a −.
     window.viewer.set_zoom(2.0)
-    window.viewer.centerOn(160, 115)
-    QApplication.processEvents()
-    grab = window.viewer.viewport().grab().toImage()
 
     def seen(scene_x: float, scene_y: float, dx: int, dy: int) -> QColor:
+        window.viewer.centerOn(scene_x, scene_y)
+        QApplication.processEvents()
+        grab = window.viewer.viewport().grab().toImage()
         at = window.viewer.mapFromScene(QPointF(scene_x, scene_y))
         return grab.pixelColor(at.x() + dx, at.y() + dy)
 
     r = round(MARKER_RADIUS * 0.45)  # inside the disc, off the sign's arms
-    assert seen(100.5, 80.5, r, r) == KEEP_COLOR  # the disc
-    assert seen(100.5, 80.5, 0, -3).lightness() > 230  # the +'s upright arm
-    assert seen(220.5, 150.5, r, r) == DROP_COLOR
-    assert seen(220.5, 150.5, 0, -3) == DROP_COLOR  # a −: no upright arm
+    assert seen(40.5, 280.5, r, r) == KEEP_COLOR  # the disc
+    assert seen(40.5, 280.5, 0, -3).lightness() > 230  # the +'s upright arm
+    assert seen(300.5, 200.5, r, r) == DROP_COLOR
+    assert seen(300.5, 200.5, 0, -3) == DROP_COLOR  # a −: no upright arm
     # They follow Undo, Redo and Reset at once.
     window.touchup_menu.undo.trigger()
     assert [m.sign for m in markers(window)] == ["+"]
@@ -125,8 +126,8 @@ def test_markers_show_where_the_clicks_landed_at_one_size_and_follow_undo_and_re
 
 def test_a_right_click_on_a_marker_takes_that_click_back_as_one_undoable_edit(qtbot):
     window = opened(qtbot, CAT)
-    click(qtbot, window, "remove", 220.5, 150.5)
-    click(qtbot, window, "add", 100.5, 80.5)
+    click(qtbot, window, "remove", 300.5, 200.5)
+    click(qtbot, window, "add", 40.5, 280.5)
     window.editing.set_tool("erase")
     drag(window, [(60.5, 200.5), (120.5, 210.5)])
     click(qtbot, window, "remove", 380.5, 60.5)
@@ -173,9 +174,9 @@ def test_undo_and_redo_of_a_removal_hold_on_a_result_made_again(qtbot, monkeypat
 
     window = opened(qtbot, CAT, COFFEE)
     cat, coffee = window.queue.entries()
-    click(qtbot, window, "remove", 220.5, 150.5)
-    click(qtbot, window, "add", 100.5, 80.5)
-    click(qtbot, window, "remove", 40.5, 280.5)
+    click(qtbot, window, "remove", 300.5, 200.5)
+    click(qtbot, window, "add", 40.5, 280.5)
+    click(qtbot, window, "remove", 380.5, 60.5)
     ops = cat.edits.operations
     right_click(window, markers(window)[1].pos())
     right_click(window, markers(window)[0].pos())  # two removals, two steps
@@ -205,7 +206,7 @@ def test_a_removal_that_replays_a_box_runs_on_the_engine_thread(qtbot):
     from bgremover.engine.pipeline import Remover
 
     window = opened(qtbot, CAT)
-    click(qtbot, window, "remove", 220.5, 150.5)
+    click(qtbot, window, "remove", 300.5, 200.5)
     window.editing.set_tool("box")
     drag(window, [(120.5, 40.5), (330.5, 290.5)])
     applied(qtbot, window)
@@ -223,7 +224,7 @@ def test_a_removal_that_replays_a_box_runs_on_the_engine_thread(qtbot):
 
 def test_the_markers_go_when_leaving_edit_mode_or_switching_images(qtbot):
     window = opened(qtbot, CAT, COFFEE)
-    click(qtbot, window, "add", 100.5, 80.5)
+    click(qtbot, window, "add", 40.5, 280.5)
     assert len(markers(window)) == 1
     window.touchup_menu.edit_mode.trigger()  # leave
     assert markers(window) == []
