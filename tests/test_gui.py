@@ -57,14 +57,14 @@ def test_comparison_view_shows_cutouts_heatmap_and_numbers(qtbot, window, u2netp
         window.add_paths([DATA / "skimage_chelsea.png"])
     view = window.compare
     assert view.result is not None
-    for pane in (view.a_view, view.b_view, view.diff_view):
-        assert pane.has_image()
     # The result shows the panes, A's and B's cutouts, and their difference when asked
     # for; a message (none now) would stand alone in their place.
     assert view.titles[0].text().startswith("A: u2netp fp32 cutout · ")
     assert view.pane_area.shown == view.panes[:2]
     view.heat_button.setChecked(True)
     assert view.pane_area.shown == view.panes[:3]
+    for pane in (view.a_view, view.b_view, view.diff_view):
+        assert pane.has_image()
     assert all(p.isVisible() for p in view.panes[:3]) and not view.placeholder.isVisible()
     numbers = {k: label.text() for k, label in view.numbers.items()}
     assert all(text != "–" for text in numbers.values()), numbers

@@ -117,6 +117,7 @@ def test_choosing_another_b_compares_again_with_new_numbers(
     assert view.titles[0].text().startswith("A: u2netp fp32 cutout · ")
     assert view.titles[1].text().startswith("B: tinymodel fp32 cutout · ")
     assert view.titles[1].text().endswith(" ms")
+    view.heat_button.setChecked(True)  # the difference's pane too
     for pane in (view.a_view, view.b_view, view.diff_view):
         assert pane.has_image()
     # Raw outputs of 320² and 32²: no pixel-for-pixel difference, said so.

@@ -258,3 +258,16 @@ def test_the_views_choices_are_kept_for_the_next_run(qtbot, view, tmp_path: Path
     qtbot.addWidget(again)
     assert again.wipe_button.isChecked() and again.heat_button.isChecked()
     assert again.show_box.currentData() == "mask"
+
+
+def test_only_the_views_shown_hold_pictures_and_a_switch_keeps_the_place(qtbot, view) -> None:
+    assert view.a_view.has_image() and view.b_view.has_image()
+    assert not view.diff_view.has_image() and not view.wipe_view.has_image()
+    view.spot_button.click()  # zoomed into the large bite, side by side
+    zoom, centre = view.a_view.zoom, view.a_view.center_point()
+    view.wipe_button.setChecked(True)
+    qtbot.wait(20)
+    assert not view.a_view.has_image() and view.wipe_view.has_image()
+    assert view.wipe_view.zoom == pytest.approx(zoom)
+    moved = view.wipe_view.center_point() - centre
+    assert abs(moved.x()) < 1 and abs(moved.y()) < 1

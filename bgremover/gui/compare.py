@@ -380,6 +380,8 @@ class ComparisonView(QWidget):
 
     def _refresh(self) -> None:
         self._remember_choices()
+        # The view the user is looking at, before another layout may lay it aside.
+        lead = next((v for v in self.views if v.isVisible() and v.has_image()), None)
         raw, heat = self.raw_toggle.isChecked(), self.heat_button.isChecked()
         wipe = self.wipe_button.isChecked()
         show = self.show_box.currentData()
@@ -415,12 +417,31 @@ class ComparisonView(QWidget):
             self.titles[2].setText(diff_title)
         self.titles[3].setText(f"◂ {a_title}  |  {b_title} ▸")
         self.legend.update()
+        self._draw(raw, show, heat, lead)
+
+    def _draw(self, raw: bool, show: str, heat: bool, lead: ImageView | None) -> None:
+        """The pictures into the views shown, at the place and zoom the user was looking
+        at; the views laid aside let go of theirs (a 12-megapixel picture is 48 MB)."""
+        r = self.result
+        assert r is not None
+        shown = self.shown_views()
         a, b = self._pictures(raw, show)
-        self.a_view.set_image(a, r.size)
-        self.b_view.set_image(b, r.size)
-        self.diff_view.set_image(self._heat(raw), r.size)
-        self.wipe_view.set_pair(a, b, r.size)
-        self.wipe_view.set_overlay(self._heat(raw, over=True) if heat else None)
+        pictures: dict[ImageView, QImage | None] = {self.a_view: a, self.b_view: b}
+        if self.diff_view in shown:
+            pictures[self.diff_view] = self._heat(raw)
+        with self.lock.held():  # a view fitting its new picture does not move the lead
+            for view, picture in pictures.items():
+                if view in shown:
+                    view.set_image(picture, r.size)
+            if self.wipe_view in shown:
+                self.wipe_view.set_pair(a, b, r.size)
+                self.wipe_view.set_overlay(self._heat(raw, over=True) if heat else None)
+            for view in shown:
+                if lead is not None and lead not in shown and lead.sceneRect() == view.sceneRect():
+                    view.follow(lead)
+        for view in self.views:
+            if view not in shown:
+                view.set_image(None)
 
     def _pictures(self, raw: bool, show: str) -> tuple[QImage, QImage]:
         """What sides A and B show."""

@@ -6,6 +6,8 @@ an empty window shows, and a label that shortens itself to its room."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
@@ -227,12 +229,15 @@ class ImageView(QGraphicsView):
         return self.mapToScene(self.viewport().rect().center())
 
     def follow(self, other: ImageView) -> None:
-        """Take ``other``'s zoom and centre without echoing a change back."""
+        """Take ``other``'s zoom and centre, or fit as it does, without echoing a change back."""
         self._syncing = True
         try:
             self._fit = other._fit
-            self.setTransform(other.transform())
-            self.centerOn(other.center_point())
+            if self._fit:  # fitted, each in its own room (panes differ by a pixel or a pane)
+                self.fitInView(self._scene.sceneRect(), Qt.AspectRatioMode.KeepAspectRatio)
+            else:
+                self.setTransform(other.transform())
+                self.centerOn(other.center_point())
         finally:
             self._syncing = False
 
@@ -268,6 +273,15 @@ class ViewLock:
         self._busy = False
         for view in views:
             view.viewChanged.connect(lambda v=view: self._mirror(v))
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """What the views do inside is not mirrored: the caller places them itself."""
+        busy, self._busy = self._busy, True
+        try:
+            yield
+        finally:
+            self._busy = busy
 
     def _mirror(self, source: ImageView) -> None:
         # A view laid aside (the comparison's panes not shown) follows, never leads:
