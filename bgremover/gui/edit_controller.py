@@ -29,7 +29,7 @@ from ..errors import BgRemoverError, EditsError, ImageReadError
 from ..files.atomic import write_atomically
 from ..files.imaging import IMAGE_EXTENSIONS, open_image
 from ..touchup.edit import Box, Operation
-from ..touchup.regions import NO_CHANGE_SHARE
+from ..touchup.regions import too_few
 from ..touchup.tools import TOOLS, Kind, mask_from_image
 from .click_prep import ClickPrep
 from .dialogs import show_error
@@ -263,7 +263,7 @@ class EditController(QObject):
         p = entry.processed
         editor = p.editor if p is not None else None
         seen = editor.seen_by(op) if editor is not None else None
-        if editor is None or seen is None or seen >= NO_CHANGE_SHARE * editor.base.size:
+        if editor is None or seen is None or not too_few(seen, editor.base.size):
             return
         editing = entry.editing
         edits = entry.edits

@@ -39,6 +39,12 @@ REMOVE_WORDS = "right-click a marker to take back its click"
 NOTHING_WORDS = "changed nothing"
 
 
+def tool_color(op: Operation) -> QColor:
+    """A click's colour: what it keeps green, what it drops red, any other a third."""
+    keeps = op.spec.keeps
+    return OTHER_COLOR if keeps is None else KEEP_COLOR if keeps else DROP_COLOR
+
+
 class ClickMarker(QGraphicsItem):
     """One click's marker, at the click's point in the photo's pixels (the scene's)."""
 
@@ -58,9 +64,7 @@ class ClickMarker(QGraphicsItem):
 
     @property
     def color(self) -> QColor:
-        if self.keeps is None:
-            return OTHER_COLOR
-        return KEEP_COLOR if self.keeps else DROP_COLOR
+        return tool_color(self.op)
 
     @property
     def sign(self) -> str:
@@ -122,8 +126,7 @@ class ClickNote(QGraphicsItem):
         super().__init__()
         self.op = op
         self.text = NOTHING_WORDS
-        keeps = op.spec.keeps
-        self.color = OTHER_COLOR if keeps is None else KEEP_COLOR if keeps else DROP_COLOR
+        self.color = tool_color(op)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
         self.setZValue(MARKER_Z + 1)
         self.setPos(point)

@@ -65,6 +65,7 @@ __all__ = [
     "changes_nothing",
     "refine_change",
     "seen_change",
+    "too_few",
 ]
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1, half-open, pixel coordinates
@@ -411,10 +412,16 @@ def seen_change(old: np.ndarray, new: np.ndarray, box: Box | None = None) -> int
     return int(np.count_nonzero(moved >= SEEN_STEP))
 
 
+def too_few(changed: int, pixels: int) -> bool:
+    """Whether ``changed`` pixels of a photo of ``pixels`` are fewer than
+    :data:`NO_CHANGE_SHARE` of it: nothing the user can see."""
+    return changed < NO_CHANGE_SHARE * pixels
+
+
 def changes_nothing(old: np.ndarray, new: np.ndarray, box: Box | None = None) -> bool:
-    """Whether ``new`` changed fewer than :data:`NO_CHANGE_SHARE` of the photo's pixels
-    (:func:`seen_change`) from ``old``: nothing the user can see."""
-    return seen_change(old, new, box) < NO_CHANGE_SHARE * old.size
+    """Whether what ``new`` changed from ``old`` (:func:`seen_change`) is too few pixels
+    to see (:func:`too_few`)."""
+    return too_few(seen_change(old, new, box), old.size)
 
 
 def changed_box(old: np.ndarray, new: np.ndarray, box: Box | None = None) -> Box | None:
