@@ -93,6 +93,45 @@ def _copy_models(source: Path, target: Path, verify: bool) -> None:
         os.replace(part, there)
 
 
+@contextlib.contextmanager
+def kept_models(name: str) -> Iterator[None]:
+    """Obtain or make a model (``name`` for the lock) once per machine, not once per worker.
+
+    Under ``-n`` each worker has a home of its own; without this, two workers that need
+    the same model (IS-Net's int8 in test_best and test_gui_best, u2netp's int8 in most
+    workers) each made it at the same time, on the same two cores. Here the first worker
+    holds the kept cache's lock for ``name`` while it makes the model and keeps it at
+    once; the next one waits, then finds it kept and copies it in.
+    """
+    from filelock import FileLock
+
+    kept = kept_cache() / "models"
+    try:
+        kept.mkdir(parents=True, exist_ok=True)
+        lock: contextlib.AbstractContextManager[object] = FileLock(kept / f".{name}.lock")
+    except OSError:  # a read-only cache: this run makes its own
+        lock = contextlib.nullcontext()
+    with lock:
+        with contextlib.suppress(OSError):
+            _copy_models(kept, _HOME / "models", verify=False)
+        yield
+        with contextlib.suppress(OSError):
+            _copy_models(_HOME / "models", kept, verify=True)
+
+
+def kept_best() -> Path:
+    """Best's models in the session's home, each obtained or made once per machine:
+    IS-Net's file under its own lock (test_families needs it alone), then the int8 model
+    Best runs it as under Best's. Returns the first model's path."""
+    from bgremover import Remover
+    from bgremover.network.models import ModelStore
+
+    with kept_models("isnet-imgly"):
+        ModelStore().ensure("isnet-imgly")
+    with kept_models("best"):
+        return Remover("best").model_path()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The session's home starts with the models an earlier run kept: the tests pay for
     a download or an int8 build once per machine, not once per run."""
@@ -117,16 +156,17 @@ SLOW_MODULES = frozenset(
 SLOW_FIXTURES = frozenset({"u2netp_int8_path", "python_clients", "npm_clients"})
 #: A test that asks for the real model is marked ``model``, whether or not it says so.
 MODEL_FIXTURES = frozenset({"u2netp_path"})
-#: Run first, in this order, each on a worker that has run nothing else yet (``-n``; the
-#: rest keep their order, pyproject.toml's ``--no-loadscope-reorder``): the files that
-#: hold IS-Net beside u2netp (a 2 GB peak of their own, on top of the 1-2 GB of caches a
-#: worker holds by the end) and the longest files, so that no worker is left with one
-#: when the other has finished.
+#: Run first, in this order (``-n``; the rest keep their order, pyproject.toml's
+#: ``--no-loadscope-reorder``): the files that hold IS-Net beside u2netp (a 2 GB peak of
+#: their own, on top of the 1-2 GB of caches a worker holds by the end) and the longest
+#: files, so that no worker is left with one when the other has finished. test_gui_best
+#: comes after two other long files: with nothing kept yet, test_best makes Best's int8
+#: IS-Net (kept_best), and the other worker works on those meanwhile instead of waiting.
 FIRST_MODULES = (
     "test_best",
-    "test_gui_best",
     "test_families",
     "test_distributed",
+    "test_gui_best",
     "test_privacy",
     "test_serve_hostile",
     "test_real_clients",
@@ -279,7 +319,8 @@ def u2netp_path() -> Path:
     """The real u2netp, obtained and hash-verified through the project's model store."""
     from bgremover.network.models import ModelStore
 
-    return ModelStore().ensure("u2netp")
+    with kept_models("u2netp"):
+        return ModelStore().ensure("u2netp")
 
 
 @pytest.fixture(scope="session")
@@ -289,7 +330,8 @@ def u2netp_int8_path(u2netp_path: Path) -> Path:
     from bgremover.network.models import REGISTRY, ModelStore
     from bgremover.network.quantize import ensure_int8
 
-    return ensure_int8(REGISTRY["u2netp"], ModelStore(), fp32_path=u2netp_path)
+    with kept_models("u2netp-int8"):
+        return ensure_int8(REGISTRY["u2netp"], ModelStore(), fp32_path=u2netp_path)
 
 
 @pytest.fixture()

@@ -19,7 +19,7 @@ from PIL import Image
 
 from bgremover.mask import combine
 
-from conftest import DATA, SAMPLE, cli
+from conftest import DATA, SAMPLE, cli, kept_best
 
 SIDE = 64
 ROCKET = DATA / "skimage_rocket.jpg"  # u2netp is unsure of it, and the models disagree
@@ -226,9 +226,7 @@ def best_models(u2netp_path: Path) -> None:
     """Best's models in the session's cache: IS-Net obtained (npm or its CDN), its int8
     made where Best runs it in int8. No session is kept: a loaded Best holds 2 GB, and
     the tests that run the CLI or a server in this process load their own."""
-    from bgremover import Remover
-
-    Remover("best").load()
+    kept_best()
 
 
 @pytest.fixture()

@@ -27,7 +27,7 @@ from bgremover.network.transforms import (
     score_map,
 )
 
-from conftest import cli
+from conftest import cli, kept_models
 
 TEST_PHOTOS = Path(__file__).resolve().parent / "data"
 
@@ -328,7 +328,8 @@ def isnet_path() -> Path:
     from bgremover.network.models import ModelStore
 
     try:
-        return ModelStore().ensure("isnet-imgly")
+        with kept_models("isnet-imgly"):
+            return ModelStore().ensure("isnet-imgly")
     except BgRemoverError as exc:
         pytest.skip(f"isnet-imgly could not be obtained here: {exc}")
 

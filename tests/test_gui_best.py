@@ -14,7 +14,7 @@ from bgremover.gui.entry import DOUBT_MARK, Status
 from bgremover.gui.export_panel import select_data
 from bgremover.network.models import BEST, REGISTRY, size_text
 
-from conftest import DATA, drop_files, make_window, row_text, row_tooltip
+from conftest import DATA, drop_files, kept_best, make_window, row_text, row_tooltip
 
 WAIT_MS = 300_000
 #: A launch photo mostly of flat sky and smoke: u2netp's mask is haze, and IS-Net's
@@ -27,9 +27,7 @@ TITLE = BEST.title or BEST.name
 def best_cached(u2netp_path: Path) -> Path:
     """Both of Best's models in the test session's cache, obtained through the store
     (isnet-imgly from its npm package), and the int8 IS-Net it runs made once."""
-    from bgremover import Remover
-
-    return Remover(BEST.name).model_path()
+    return kept_best()
 
 
 def processed(qtbot, window, paths: list[Path]):
