@@ -12,7 +12,17 @@ import pytest
 from bgremover.errors import EditsError
 from bgremover.files.imaging import read_image
 from bgremover.mask.metrics import iou
-from bgremover.touchup.edit import Editor, Edits, Operation, apply_edits
+from bgremover.touchup.edit import (
+    Apply,
+    Editor,
+    Edits,
+    History,
+    Operation,
+    Redo,
+    Remove,
+    Undo,
+    apply_edits,
+)
 from bgremover.touchup.tools import apply_box, apply_stroke, mask_from_image, stroke_coverage
 
 from conftest import DATA
@@ -494,3 +504,41 @@ def test_the_editor_says_how_many_pixels_each_operation_changed_visibly() -> Non
     assert editor.seen_by(Operation.stroke("erase", [(5.5, 5.5)], 3)) is None  # not this one
     editor.undo()
     assert editor.seen_by(nothing) is None
+
+
+def test_one_history_counted_on_at_once_and_followed_by_the_editor_bit_for_bit() -> None:
+    """The app counts the user's commands on the history at once and hands each move to
+    the editor, which takes that history as its own: the two cannot disagree. An editor
+    made again from the edits alone (a result remade) follows the same history."""
+    rgb, base, ops = _history()
+    editor = Editor(rgb, base)
+    history = editor.history
+    assert history.after(Undo()) is None and history.after(Redo()) is None
+    assert history.after(Remove(0)) is None
+    commands = [Apply(op) for op in ops[:4]]
+    commands += [Remove(1), Undo(), Undo(), Redo(), Remove(0), Undo(), Apply(ops[4])]
+    for command in commands:
+        move = history.after(command)
+        assert move is not None, command
+        history = move.after
+        editor.make(move)
+        assert editor.history is history and editor.edits == history.edits
+        assert np.array_equal(editor.alpha, apply_edits(history.edits, rgb, base)), command
+    tools = ["remove", "erase", "add", "largest", "add"]
+    assert [op.tool for op in history.edits.operations] == tools
+    assert editor.can_undo and not editor.can_redo  # a new operation drops Redo's changes
+    # A result made again: its editor has the edits, not their history, and follows it.
+    fresh = Editor(rgb, base, history.edits)
+    for command in (Undo(), Undo(), Undo(), Redo(), Undo(redo=False)):
+        move = history.after(command)
+        assert move is not None, command
+        history = move.after
+        fresh.make(move)
+        editor.make(move)
+        assert fresh.history is history is editor.history
+        assert np.array_equal(fresh.alpha, editor.alpha), command
+        assert np.array_equal(fresh.alpha, apply_edits(history.edits, rgb, base)), command
+    # Undo(redo=False) took back a change Redo does not offer again.
+    assert [op.tool for op in history.edits.operations] == ["remove", "erase"]
+    assert [change.op for change in history.undone] == [ops[4], ops[3]]
+    assert History.start(history.edits).after(Undo()).after.edits.operations == (ops[0],)

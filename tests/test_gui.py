@@ -269,11 +269,11 @@ def test_queue_memory_is_bounded_and_dropped_results_come_back(
     assert all(not row_icon(window, i).isNull() for i in range(3))  # thumbnails stay
     from PIL import Image
 
-    from bgremover.touchup.edit import Edits, Operation
+    from bgremover.touchup.edit import Edits, History, Operation
 
     size = Image.open(entries[1].source).size
     kept = Edits(size, (Operation.stroke("restore", [(1, 1)], 2.0),))
-    entries[1].editing.edits = kept  # the user's edits are never dropped
+    entries[1].editing.history = History.start(kept)  # the user's edits are never dropped
     target = unloaded[-1]
     with qtbot.waitSignal(window.settled, timeout=WAIT_MS):
         window.select(target)  # shown again: made again

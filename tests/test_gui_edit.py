@@ -621,7 +621,7 @@ def test_a_click_that_changes_nothing_says_so_and_is_not_an_edit(
     np.testing.assert_array_equal(alpha_of(window), before)
     assert entry.edit_count == 1 and [op.tool for op in entry.edits.operations] == ["erase"]
     assert "(1 edit)" in window.detail.text()
-    assert not entry.editing.redo and not window.touchup_menu.redo.isEnabled()
+    assert not entry.editing.history.can_redo and not window.touchup_menu.redo.isEnabled()
     assert not entry.unsaved  # nothing to ask about on quitting
     note = window.editing.markers.note
     assert note is not None and note.text == NOTHING_WORDS

@@ -375,3 +375,23 @@ def test_the_edge_aware_brush_shows_on_its_buttons_and_cursor_and_stays_for_othe
     drag(window, [(100.5, 150.5), (140.5, 150.5)])
     applied(qtbot, window)
     assert not window.current_entry().edits.operations[-1].edge_aware
+
+
+def test_undo_asks_the_one_history_even_with_no_edit_in_effect(qtbot):
+    """Taking back the only click leaves no edit in effect, yet Undo puts it back: the
+    menu asks the image's one history, which the editor applying it holds too."""
+    window = opened(qtbot, CAT)
+    click(qtbot, window, "remove", 300.5, 200.5)
+    entry = window.current_entry()
+    (op,) = entry.edits.operations
+    right_click(window, markers(window)[0].pos())
+    applied(qtbot, window)
+    assert not entry.edits.operations and not entry.edited
+    assert window.touchup_menu.undo.isEnabled() and not window.touchup_menu.redo.isEnabled()
+    assert entry.processed.editor.history is entry.editing.history
+    window.touchup_menu.undo.trigger()
+    applied(qtbot, window)
+    assert entry.edits.operations == (op,)
+    assert entry.processed.editor.history is entry.editing.history
+    assert np.array_equal(alpha_of(window), replayed(window, (op,)))
+    assert window.touchup_menu.redo.isEnabled()

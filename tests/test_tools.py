@@ -13,7 +13,7 @@ from PIL import Image
 
 from bgremover.errors import EditsError
 from bgremover.files.imaging import read_image
-from bgremover.touchup.edit import Editor, Edits, Operation, apply_edits, load_edits
+from bgremover.touchup.edit import Apply, Editor, Edits, Operation, apply_edits, load_edits
 from bgremover.touchup.tools import TOOLS, Kind, keep_largest, tool_named
 
 from conftest import DATA, cli
@@ -227,7 +227,7 @@ def test_keep_largest_is_in_the_app_from_its_record(qtbot, window) -> None:
         return entry.processed.result.alpha
 
     w = applied().shape[1]
-    window.editing.edit("apply", Operation.stroke("restore", [(w - 12, 12)], 8))
+    window.editing.edit(Apply(Operation.stroke("restore", [(w - 12, 12)], 8)))
     before = applied().copy()
     assert before[12, w - 12] == 255
     largest.trigger()

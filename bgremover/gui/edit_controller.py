@@ -28,13 +28,13 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QWidget
 from ..errors import BgRemoverError, EditsError, ImageReadError
 from ..files.atomic import write_atomically
 from ..files.imaging import IMAGE_EXTENSIONS, open_image
-from ..touchup.edit import Box, Operation
+from ..touchup.edit import Apply, Box, Command, Move, Operation, Remove, Undo
 from ..touchup.regions import too_few
 from ..touchup.tools import TOOLS, Kind, mask_from_image
 from .click_prep import ClickPrep
 from .dialogs import show_error
 from .editing import EditTools, edit_mode_hint
-from .entry import EditRequest, QueueEntry, Status
+from .entry import QueueEntry, Status
 from .host import Host
 from .jobs import Job, JobContext, JobEnd, JobState
 from .markers import ClickMarkers
@@ -143,7 +143,7 @@ class EditController(QObject):
         if edits is None or not 0 <= index < len(edits.operations):
             return False
         op = edits.operations[index]
-        done = self.edit("remove", index=index)
+        done = self.edit(Remove(index))
         if done:
             x, y = op.points[0] if op.points else (0.0, 0.0)
             self.host.statusBar().showMessage(
@@ -206,16 +206,15 @@ class EditController(QObject):
         entry = self.host.current_entry()
         if entry is not None:
             op = self.clicks.operation(entry, op)
-        if entry is None or not self.host.jobs.edit(entry, "apply", op):
+        if entry is None or not self.host.jobs.edit(entry, Apply(op)):
             self.tools.applied(op)
         self._edits_requested(entry)
 
-    def edit(self, action: str, op: Operation | None = None, index: int | None = None) -> bool:
-        """An edit of the current image: "apply" ``op``, "remove" operation ``index`` of
-        its edits, "undo", "redo"."""
+    def edit(self, command: Command) -> bool:
+        """``command`` on the current image's edits (Apply, Remove, Undo, Redo)."""
         self.unchanged = None
         entry = self.host.current_entry()
-        done = entry is not None and self.host.jobs.edit(entry, action, op, index)
+        done = entry is not None and self.host.jobs.edit(entry, command)
         if entry is not None:
             self._edits_requested(entry)
         return done
@@ -225,7 +224,7 @@ class EditController(QObject):
         edit itself, which Undo takes back."""
         if TOOLS[tool].kind is not Kind.WHOLE:
             raise ValueError(f"{tool!r} is not a tool that works on the whole mask at once")
-        return self.edit("apply", Operation(tool))
+        return self.edit(Apply(Operation(tool)))
 
     def _edits_requested(self, entry: QueueEntry | None) -> None:
         self.host.update_enabled()
@@ -241,13 +240,13 @@ class EditController(QObject):
         image, overlay = self.display_images(p)
         self.page.update_region(image, overlay, box)
 
-    def _on_edited(self, entry: QueueEntry, box: Box | None, request: EditRequest) -> None:
-        op = request.op
-        if request.action == "apply" and op is not None and op.spec.kind is Kind.CLICK:
+    def _on_edited(self, entry: QueueEntry, box: Box | None, move: Move) -> None:
+        op = move.change.op
+        if isinstance(move.command, Apply) and op.spec.kind is Kind.CLICK:
             self._check_click(entry, op)
         busy = self.host.jobs.edits_busy(entry)
         if entry is self.host.current_entry():
-            self.tools.applied(request.op)
+            self.tools.applied(op)
             if not busy:
                 self.tools.clear_pending()  # requests made into a remade result
             self._on_edit_end_display(entry, box)
@@ -265,15 +264,13 @@ class EditController(QObject):
         seen = editor.seen_by(op) if editor is not None else None
         if editor is None or seen is None or not too_few(seen, editor.base.size):
             return
-        editing = entry.editing
-        edits = entry.edits
-        last = edits is not None and bool(edits.operations) and edits.operations[-1] is op
-        alone = last and not self.host.jobs.edits_busy(entry)
-        if alone and editing.done and editing.done[-1].op is op:
+        history = entry.editing.history
+        ops = history.edits.operations if history is not None else ()
+        alone = bool(ops) and ops[-1] is op and not self.host.jobs.edits_busy(entry)
+        if alone and history is not None and history.can_undo and history.done[-1].op is op:
             # Undo's own path (exact patches), but no change the user made: Redo does not
             # offer it back.
-            self.host.jobs.edit(entry, "undo")
-            editing.forget_redo(op)
+            self.host.jobs.edit(entry, Undo(redo=False))
             after = "It is not kept as an edit."
         else:
             after = "Right-click its marker to take it back."
@@ -367,7 +364,7 @@ class EditController(QObject):
 
         def ended(end: JobEnd) -> None:
             if end.ok:
-                if self.host.jobs.edit(entry, "apply", end.result):
+                if self.host.jobs.edit(entry, Apply(end.result)):
                     self.host.statusBar().showMessage(f"Mask loaded from {path.name}.", 5000)
                 self._edits_requested(entry)
             elif end.state is JobState.FAILED:

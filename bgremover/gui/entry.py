@@ -20,7 +20,7 @@ from PySide6.QtGui import QImage
 
 from ..files.imaging import LoadedImage
 from ..network.models import BEST
-from ..touchup.edit import Edits, Operation
+from ..touchup.edit import Command, Edits, History, Move
 from .results import ClickReady, Compared, Processed, made_by
 
 if TYPE_CHECKING:  # annotations only: importing these loads the engine
@@ -49,32 +49,6 @@ def doubt_sentence(doubts: tuple[str, ...], offer_best: bool = True) -> str:
         return ""
     todo = "Check it, try Best, or touch it up." if offer_best else "Check it, or touch it up."
     return f"This cutout may be wrong: {'; '.join(doubts)}. {todo}"
-
-
-@dataclass(frozen=True)
-class EditRequest:
-    """One of the user's edit actions waiting to be applied: "apply" ``op``, "remove"
-    (operation ``index``, ``op``, taken out of the edits and the ones after it replayed),
-    "undo" or "redo" (``op`` is the operation the change undone or redone appended, or,
-    with ``index``, took out)."""
-
-    action: str
-    op: Operation | None = None
-    #: Where the operation was taken out (None: the change appends ``op``).
-    index: int | None = None
-    #: Applying it runs the model (a box applied, or replayed after a removal): it is
-    #: the engine thread's job.
-    runs_model: bool = False
-
-
-@dataclass(frozen=True)
-class _Change:
-    """One change of an image's edits, as Undo and Redo take it: ``op`` appended, or
-    (``removed_at``) taken out at that index; ``after``: the edits it led to."""
-
-    op: Operation
-    removed_at: int | None
-    after: Edits
 
 
 class Status(enum.Enum):
@@ -251,26 +225,23 @@ class ComparisonState:
 
 @dataclass(eq=False)
 class EditState:
-    """The user's edits of an image and the requests still being applied.
+    """The user's edits of an image and the moves still being applied.
 
-    ``edits`` are the corrections in effect (undone ones left out), in the photo's
-    full-size pixels: what the user asked for, including requests still being applied.
-    Small, and never dropped by the memory policy: a remade result gets them back, and a
-    change of model or refinement replays them on the new mask.
+    ``history`` is the image's one history of edits (the engine's :class:`History`): the
+    corrections in effect, in the photo's full-size pixels, and the changes Undo and Redo
+    take, with every command the user gave counted at once, including those still being
+    applied. Small, and never dropped by the memory policy: a remade result gets the edits
+    back, and a change of model or refinement replays them on the new mask. The editor
+    applying the moves takes each one's history as its own, so the two never differ.
 
     Owner: :class:`~bgremover.gui.queue_jobs.QueueJobs` (QueueJobs.edit and its jobs),
     through these methods.
     """
 
-    edits: Edits | None = None
-    #: The changes made, the last made last: what Undo takes back (only the last one
-    #: while it is the one that led to ``edits``; otherwise Undo drops the last operation).
-    done: list[_Change] = field(default_factory=list)
-    #: Changes undone, the last undone last: what Redo makes again.
-    redo: list[_Change] = field(default_factory=list)
-    #: Edit requests not yet applied, oldest first, and the job applying one (an
-    #: image's edits run strictly one after another).
-    pending: deque[EditRequest] = field(default_factory=deque)
+    history: History | None = None
+    #: The moves not yet applied, oldest first, and the job applying one (an image's
+    #: edits run strictly one after another).
+    pending: deque[Move] = field(default_factory=deque)
     job: int | None = None
     #: The click model bound to this photo (its embedding, a few MB), once made; and
     #: the job making it. Kept with the edits: the photo does not change.
@@ -278,80 +249,28 @@ class EditState:
     click_job: int | None = None
 
     @property
+    def edits(self) -> Edits | None:
+        """The corrections in effect (what the user asked for); None before any."""
+        return self.history.edits if self.history is not None else None
+
+    @property
     def busy(self) -> bool:
         """Edits are still being applied."""
         return self.job is not None or bool(self.pending)
 
-    def request(
-        self, action: str, op: Operation | None, size: tuple[int, int], index: int | None = None
-    ) -> bool:
-        """Count the user's ``action`` ("apply" ``op``, "remove" operation ``index``,
-        "undo", "redo") at once, and queue it to be applied; False when there is nothing
-        to undo or redo, or no operation ``index``."""
-        edits = self.edits or Edits(size)
-        ops = edits.operations
-        if action == "apply":
-            assert op is not None
-            change = _Change(op, None, edits.then(op))
-            self.redo.clear()
-        elif action == "remove":
-            if index is None or not 0 <= index < len(ops):
-                return False
-            change = _Change(ops[index], index, Edits(edits.size, ops[:index] + ops[index + 1 :]))
-            self.redo.clear()
-        elif action == "undo":
-            last = self.done.pop() if self.done and self.done[-1].after == self.edits else None
-            if last is None:
-                self.done.clear()  # made before the edits were replaced: not theirs
-                if not ops:
-                    return False
-                last = _Change(ops[-1], None, edits)
-            at = last.removed_at
-            if at is None:
-                before = Edits(edits.size, ops[:-1])
-            else:
-                before = Edits(edits.size, (*ops[:at], last.op, *ops[at:]))
-            self.redo.append(last)
-            self.edits = before
-            self.pending.append(self._request("undo", last, before))
-            return True
-        elif action == "redo":
-            if not self.redo:
-                return False
-            undone = self.redo.pop()
-            at = undone.removed_at
-            if at is None:
-                after = edits.then(undone.op)
-            elif at < len(ops):
-                after = Edits(edits.size, ops[:at] + ops[at + 1 :])
-            else:
-                self.redo.clear()  # not the edits it was undone from
-                return False
-            change = _Change(undone.op, at, after)
-        else:
-            raise ValueError(f"unknown edit action {action!r}")
-        self.edits = change.after
-        self.done.append(change)
-        self.pending.append(self._request(action, change, change.after))
+    def request(self, command: Command, size: tuple[int, int]) -> bool:
+        """Count the user's ``command`` at once (on a photo of ``size``), and queue its
+        move to be applied; False when there is nothing to undo or redo, or no such
+        operation."""
+        move = (self.history or History(Edits(size))).after(command)
+        if move is None:
+            return False
+        self.history = move.after
+        self.pending.append(move)
         return True
 
-    def forget_redo(self, op: Operation) -> None:
-        """``op``, just undone because it changed nothing, is not offered back by Redo."""
-        if self.redo and self.redo[-1].op is op:
-            self.redo.pop()
-
-    @staticmethod
-    def _request(action: str, change: _Change, now: Edits) -> EditRequest:
-        """The request for ``action`` (``change`` made or undone, leading to ``now``)."""
-        at = change.removed_at
-        if at is None:  # appended (or, undone, dropped by its exact patch)
-            runs = action != "undo" and change.op.spec.needs_model
-        else:  # the operations from ``at`` on are replayed
-            runs = any(o.spec.needs_model for o in now.operations[at:])
-        return EditRequest(action, change.op, at, runs)
-
-    def next_request(self, job_id: Callable[[EditRequest], int]) -> None:
-        """Start the oldest request waiting: ``job_id`` submits it and gives its job."""
+    def next_request(self, job_id: Callable[[Move], int]) -> None:
+        """Start the oldest move waiting: ``job_id`` submits it and gives its job."""
         self.job = job_id(self.pending.popleft())
 
     def end_job(self, job_id: int) -> bool:
@@ -361,16 +280,14 @@ class EditState:
         return True
 
     def withdraw(self) -> None:
-        """The requests waiting are not applied to this result (they are in ``edits``:
-        the next result made replays them)."""
+        """The moves waiting are not applied to this result (they are in ``history``:
+        the next result made replays its edits)."""
         self.pending.clear()
 
-    def took_effect(self, edits: Edits | None) -> None:
-        """An edit failed: ``edits`` (the editor's) are what took effect; the requests
+    def took_effect(self, history: History | None) -> None:
+        """An edit failed: ``history`` (the editor's) is what took effect; the moves
         after it are withdrawn (they may have built on it)."""
-        self.edits = edits or None
-        self.done.clear()
-        self.redo.clear()
+        self.history = history
         self.pending.clear()
 
 

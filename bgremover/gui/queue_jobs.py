@@ -26,8 +26,8 @@ from PySide6.QtCore import QObject, Signal
 
 from ..engine.pipeline import EngineConfig
 from ..errors import ModelError
-from ..touchup.edit import Operation
-from .entry import EditRequest, QueueEntry, Status
+from ..touchup.edit import Command, Move
+from .entry import QueueEntry, Status
 from .jobs import Job, JobEnd, JobRunner, JobState
 from .model_choice import DEFAULT_SIDES, Side
 from .queue import QueueModel
@@ -80,9 +80,9 @@ class QueueJobs(QObject):
     #: Model preparations nothing waits for any more were cancelled (see
     #: :meth:`release_unneeded`): what and why in words, and their job ids.
     released = Signal(str, object)  # message, list[int]
-    #: An edit request ended: the entry, the box of the photo it changed (None: nothing
-    #: changed, or its result was superseded) and the request.
-    edited = Signal(object, object, object)  # QueueEntry, Box | None, EditRequest
+    #: An edit's move ended: the entry, the box of the photo it changed (None: nothing
+    #: changed, or its result was superseded) and the move.
+    edited = Signal(object, object, object)  # QueueEntry, Box | None, Move
 
     def __init__(
         self,
@@ -241,22 +241,20 @@ class QueueJobs(QObject):
             entry.cutout.take_restage()
 
     # -- the user's edits ------------------------------------------------------------
-    def edit(
-        self, entry: QueueEntry, action: str, op: Operation | None = None, index: int | None = None
-    ) -> bool:
-        """The user's edit of ``entry``: "apply" ``op``, "remove" operation ``index`` of its
-        edits, "undo" or "redo". False when there is nothing to do (no result yet, nothing
-        to undo or redo, no such operation).
+    def edit(self, entry: QueueEntry, command: Command) -> bool:
+        """The user's ``command`` on ``entry``'s edits (apply an operation, remove one,
+        undo, redo). False when there is nothing to do (no result yet, nothing to undo or
+        redo, no such operation).
 
-        The request counts at once (``entry.editing`` says what the user asked for,
-        whatever is still being applied), then is applied after the image's earlier
-        requests, each as a job: :attr:`edited` tells when.
+        The command counts at once on the image's history (``entry.editing`` says what
+        the user asked for, whatever is still being applied), then its move is applied
+        after the image's earlier ones, each as a job: :attr:`edited` tells when.
         """
         p = entry.processed
         if p is None or entry.status in (Status.FAILED, Status.STOPPED):
             return False  # nothing shown to edit, or not what the edits would build on
         height, width = p.result.mask.shape
-        if not entry.editing.request(action, op, (width, height), index):
+        if not entry.editing.request(command, (width, height)):
             return False
         self.queue.changed(entry)
         self._pump(entry)
@@ -277,34 +275,24 @@ class QueueJobs(QObject):
             editing.withdraw()  # in the edits: replayed when the result is remade
             return
         if editing.pending:
-            editing.next_request(lambda request: self._submit_edit(entry, p, request))
+            editing.next_request(lambda move: self._submit_edit(entry, p, move))
 
-    def _submit_edit(self, entry: QueueEntry, p: Processed, request: EditRequest) -> int:
-        """Apply ``request`` to ``p`` (``entry``'s result) as a job; its id."""
+    def _submit_edit(self, entry: QueueEntry, p: Processed, move: Move) -> int:
+        """Apply ``move`` to ``p`` (``entry``'s result) as a job; its id."""
         config = p.config
         clicks = entry.editing.clicks
-        tag = ("edit", entry.item_id, request)
-        if request.runs_model:
+        tag = ("edit", entry.item_id, move)
+        if move.runs_model:
             job = self.engine.submit(
                 "edit",
-                lambda ctx: apply_edit(
-                    ctx,
-                    p,
-                    request.action,
-                    request.op,
-                    self.worker.remover(ctx, config),
-                    request.index,
-                    clicks,
-                ),
+                lambda ctx: apply_edit(ctx, p, move, self.worker.remover(ctx, config), clicks),
                 tag=tag,
                 on_end=self._on_edit_end,
             )
         else:
             job = self.output.submit(
                 "edit",
-                lambda ctx: apply_edit(
-                    ctx, p, request.action, request.op, None, request.index, clicks
-                ),
+                lambda ctx: apply_edit(ctx, p, move, None, clicks),
                 tag=tag,
                 on_end=self._on_edit_end,
             )
@@ -548,7 +536,7 @@ class QueueJobs(QObject):
         entry = self._entry_for(end, lambda e: e.editing.end_job(end.job_id))
         if entry is None:
             return
-        request: EditRequest = end.tag[2]
+        move: Move = end.tag[2]
         box = None
         if end.ok and entry.processed is applied_to:
             entry.cutout.replace(end.result.processed)
@@ -558,14 +546,14 @@ class QueueJobs(QObject):
             # What the editor holds is what took effect; the requests after it are
             # withdrawn (they may have built on it).
             editor = applied_to.editor
-            entry.editing.took_effect(editor.edits if editor is not None else None)
+            entry.editing.took_effect(editor.history if editor is not None else None)
             if end.state is JobState.FAILED:
                 self.failed.emit(end)
         self._pump(entry)
         if not self.edits_busy(entry):
             self.update(entry)  # settings changed while the edits were applied
         self.queue.changed(entry)
-        self.edited.emit(entry, box, request)
+        self.edited.emit(entry, box, move)
         self.check_settled()
 
     def _on_compare_end(self, end: JobEnd) -> None:

@@ -20,8 +20,9 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from ..engine.pipeline import Result
 from ..export.output import FORMATS, format_for_path
+from ..touchup.edit import Move
 from .dialogs import show_error
-from .entry import EditRequest, QueueEntry, Status
+from .entry import QueueEntry, Status
 from .host import Host
 from .jobs import Job, JobEnd, JobState
 from .settings import Settings
@@ -51,7 +52,7 @@ class SaveController(QObject):
         self._after_edits: dict[int, list[Callable[[], object]]] = {}
         host.jobs.edited.connect(self._on_edited)
 
-    def _on_edited(self, entry: QueueEntry, _box: object, _request: EditRequest) -> None:
+    def _on_edited(self, entry: QueueEntry, _box: object, _move: Move) -> None:
         """The saves and copies asked for while ``entry``'s edits were applied run now."""
         if not self.host.jobs.edits_busy(entry):
             for later in self._after_edits.pop(entry.item_id, []):

@@ -30,7 +30,7 @@ from ..files.imaging import LoadedImage
 from ..network.guard import summary as guard_summary
 from ..network.models import DownloadCancelled, ModelStore
 from ..network.session import SessionInfo, SessionPool
-from ..touchup.edit import Editor, Edits, Operation
+from ..touchup.edit import Editor, Edits, Move, Operation
 from .imageconv import thumbnail, to_display, to_qimage
 from .jobs import JobContext
 from .results import (
@@ -160,20 +160,16 @@ def models_ran(remover: Remover, result: Result) -> tuple[str, ...]:
 def apply_edit(
     ctx: JobContext,
     earlier: Processed,
-    action: str,
-    op: Operation | None = None,
+    move: Move,
     remover: Remover | None = None,
-    index: int | None = None,
     clicks: ClickReady | None = None,
 ) -> Edited:
-    """One edit request on ``earlier``'s editor: ``action`` is "apply" (``op``), "remove"
-    (operation ``index`` taken out, the ones after it replayed), "undo" or "redo" of the
-    change that appended ``op`` or (``index``) took it out. An editor remade since the
-    change (a result made again replays the edits, without their history) gets the
-    same edits another way: ``op`` applied again, put back or taken out again.
+    """One move of the image's edit history on ``earlier``'s editor, which takes the
+    history the move was counted on as its own (an editor remade since, as a result made
+    again replays the edits without their history, makes it by replaying).
 
     Brushes, clicks, reset, load and undo run on the output thread; box edits, and a
-    removal that replays one, on the engine thread, with its ``remover``. The display
+    change that replays one, on the engine thread, with its ``remover``. The display
     images are made here, whole; the GUI thread redraws only ``box`` of what it shows.
     """
     editor, segmenter = earlier.editor, earlier.segmenter
@@ -183,25 +179,7 @@ def apply_edit(
         editor.prompt = clicks.prompt
     segmenter.remover = remover
     try:
-        if action == "apply":
-            assert op is not None
-            box = editor.apply(op)
-        elif action == "remove":
-            assert index is not None
-            box = editor.remove(index)
-        elif action == "undo" and index is None:
-            box = editor.undo()
-        elif action == "undo":
-            assert op is not None and index is not None
-            mine = editor.splice_to_undo() == index
-            box = editor.undo() if mine else editor.insert(index, op)
-        elif editor.can_redo and editor.splice_to_redo() == index:
-            box = editor.redo()
-        elif index is not None:
-            box = editor.remove(index)
-        else:
-            assert op is not None
-            box = editor.apply(op)
+        box = editor.make(move)
     finally:
         segmenter.remover = None
     result = earlier.result.with_edited_alpha(editor.alpha)

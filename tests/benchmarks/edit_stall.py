@@ -36,6 +36,7 @@ from PySide6.QtWidgets import QApplication
 
 from bgremover.gui.queue import Status
 from bgremover.gui.window import MainWindow, application
+from bgremover.touchup.edit import Apply, Undo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import budget
@@ -77,8 +78,8 @@ def paint(app, window: MainWindow, strokes: int, rate: float) -> tuple[float, li
     applied: list[float] = []
     before = len(entry.edits.operations) if entry.edits else 0
 
-    def on_edited(e, box, request) -> None:
-        if e is entry and request.action == "apply":
+    def on_edited(e, box, move) -> None:
+        if e is entry and isinstance(move.command, Apply):
             applied.append(time.perf_counter() - released[len(applied)])
 
     window.jobs.edited.connect(on_edited)
@@ -185,7 +186,7 @@ def main() -> int:
         meter = StallMeter()
         meter.start()
         start = time.perf_counter()
-        window.editing.edit("undo")
+        window.editing.edit(Undo())
         wait_for(app, lambda: not window.jobs.edits_busy(entry))
         undo_time, undo_stall = time.perf_counter() - start, meter.worst
         clicked = click(app, window, args.clicks) if args.clicks else None

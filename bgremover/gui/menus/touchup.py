@@ -9,6 +9,7 @@ from collections.abc import Callable
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QToolButton
 
+from ...touchup.edit import Redo, Undo
 from ...touchup.tools import TOOLS, Kind, Tool
 from ..edit_controller import EditController
 from ..editing import SIZE_STEP, EditBar, brush_words, tool_tip
@@ -109,11 +110,11 @@ class TouchUpMenu(MenuActions):
         self.semi.setCheckable(True)
         self.menu.addSeparator()
         self.undo = tipped(
-            self.add("&Undo Edit", QKeySequence.StandardKey.Undo, lambda: editing.edit("undo")),
+            self.add("&Undo Edit", QKeySequence.StandardKey.Undo, lambda: editing.edit(Undo())),
             "Take back the last edit",
         )
         self.redo = tipped(
-            self.add("&Redo Edit", QKeySequence.StandardKey.Redo, lambda: editing.edit("redo")),
+            self.add("&Redo Edit", QKeySequence.StandardKey.Redo, lambda: editing.edit(Redo())),
             "Make the last edit taken back again",
         )
         #: The tools that work on the whole mask at once: applied when chosen.
@@ -191,8 +192,9 @@ class TouchUpMenu(MenuActions):
             *self.file_actions.values(),
         ):
             a.setEnabled(editing)
-        self.undo.setEnabled(ready and entry is not None and bool(entry.edits))
-        self.redo.setEnabled(ready and entry is not None and bool(entry.editing.redo))
+        history = entry.editing.history if entry is not None else None
+        self.undo.setEnabled(ready and history is not None and history.can_undo)
+        self.redo.setEnabled(ready and history is not None and history.can_redo)
         self.export_edits.setEnabled(entry is not None and bool(entry.edits))
         # Edit mode needs an image with (or about to have) a cutout; leaving it always works.
         self.edit_mode.setEnabled(edit_mode or not why_not)
