@@ -13,8 +13,8 @@ from bgremover.export.compose import (
     compose_array,
     cutout,
     over_background,
-    parse_color,
 )
+from bgremover.export.options import parse_color
 
 
 def test_cutout_straight_colour_and_zeroed_transparent() -> None:

@@ -9,18 +9,8 @@ import pytest
 from PIL import Image
 
 from bgremover.errors import UsageError
-from bgremover.export.compose import (
-    ComposeOptions,
-    Length,
-    Outline,
-    Shadow,
-    compose_array,
-    layout,
-    parse_canvas,
-    parse_length,
-    place,
-    subject_box,
-)
+from bgremover.export.compose import ComposeOptions, compose_array, layout, place
+from bgremover.export.options import Length, Outline, Shadow, parse_canvas, parse_length
 from bgremover.export.output import write_output
 from bgremover.export.presets import (
     BUILTIN,
@@ -32,6 +22,7 @@ from bgremover.export.presets import (
     save_preset,
     values_of,
 )
+from bgremover.mask.subject import subject_box
 
 WHITE = (255, 255, 255, 255)
 

@@ -103,7 +103,7 @@ def test_an_off_word_in_a_preset_is_off_on_the_command_line_in_the_app_and_the_s
 
 
 def test_the_servers_on_off_parameters_read_every_word_as_the_presets_do() -> None:
-    from bgremover.export.compose import Length
+    from bgremover.export.options import Length
     from bgremover.serve.params import PARAMETERS, options_for
 
     off, _ = options_for({"crop": "no", "crop_margin": "10px", "add_shadow": "0"}, 64, 48, "png")

@@ -29,8 +29,8 @@ from bgremover.engine.batch import (
 )
 from bgremover.engine.pipeline import EngineConfig, Remover
 from bgremover.engine.plan import plan_batch
-from bgremover.export.compose import ComposeOptions, Length, Outline, Shadow
-from bgremover.export.options import SWITCHES
+from bgremover.export.compose import ComposeOptions
+from bgremover.export.options import SWITCHES, Length, Outline, Shadow
 from bgremover.export.output import (
     DONE,
     EDITED,

@@ -13,13 +13,12 @@ from PIL import Image
 
 from bgremover.export.compose import (
     ComposeOptions,
-    Length,
-    Shadow,
     compose_array,
     enlargement,
     layout,
     placed_alpha,
 )
+from bgremover.export.options import Length, Shadow
 from bgremover.export.presets import get_preset, options_from
 from bgremover.mask.subject import find_subject, subject_box
 

@@ -27,7 +27,8 @@ import numpy as np
 from PIL import Image
 
 from ..errors import EditsError, InferenceError, ModelError, UsageError, refuse_unknown
-from ..export.compose import ComposeOptions, Length, compose, compose_array
+from ..export.compose import ComposeOptions, compose, compose_array
+from ..export.options import Length
 from ..export.output import OutputSettings
 from ..files.imaging import LoadedImage, from_array, from_pil, read_image
 from ..mask.combine import Evidence, agreement, evidence, fuse

@@ -37,21 +37,22 @@ import numpy as np
 from ..errors import UsageError
 from ..files.imaging import MAX_MEGAPIXELS_ENV, default_max_megapixels
 from ..mask.subject import Subject, find_subject, subject_box
-from .options import BLUR, MAX_SIZE, OUTLINE_WIDTH, QUALITY, SIDE, SchemaSwitches, recoloured
-from .options import DEFAULT_QUALITY as DEFAULT_QUALITY
-from .options import FITS as FITS
+from .options import (
+    BLUR,
+    FITS,
+    MAX_SIZE,
+    OUTLINE_WIDTH,
+    POSITIONS,
+    QUALITY,
+    RGBA,
+    SIDE,
+    Length,
+    Outline,
+    SchemaSwitches,
+    Shadow,
+    recoloured,
+)
 from .options import OPTIONS as _OPTIONS
-from .options import POSITIONS as POSITIONS
-from .options import RGBA as RGBA
-from .options import Length as Length
-from .options import Outline as Outline
-from .options import Shadow as Shadow
-from .options import parse_blur as parse_blur
-from .options import parse_canvas as parse_canvas
-from .options import parse_color as parse_color
-from .options import parse_length as parse_length
-from .options import parse_outline as parse_outline
-from .options import parse_pair as parse_pair
 
 #: A canvas that enlarges the subject more than this many times gets a note (it will
 #: look soft: a 100-pixel subject on a 2000-pixel square is a blur).

@@ -26,10 +26,7 @@ from typing import Any
 from ..errors import UsageError
 from ..files.atomic import write_atomically
 from .compose import ComposeOptions
-from .options import EXPORT_OPTIONS
-from .options import KEYS as KEYS
-from .options import parse_background as parse_background
-from .options import parse_shadow as parse_shadow
+from .options import EXPORT_OPTIONS, KEYS
 from .output import FORMATS
 
 if sys.version_info >= (3, 11):

@@ -21,7 +21,6 @@ from ..export.options import (
     settings_fields,
     values_from_settings,
 )
-from ..export.options import color_text as color_text
 from ..export.output import FORMATS
 from ..export.presets import check_export, options_from, parse_format
 from ..network.families import FAMILIES

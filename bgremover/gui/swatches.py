@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap, QRadialGradient
 
 from ..errors import UsageError
-from .settings import color_text
+from ..export.options import color_text
 
 #: The data of the background box's items that open a dialog or are no colour.
 CHOOSE_COLOUR = "choose"

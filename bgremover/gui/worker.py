@@ -24,7 +24,8 @@ from ..engine.batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run
 from ..engine.clicking import ClickModel
 from ..engine.pipeline import EngineConfig, Remover, Result, TaskProgress
 from ..engine.plan import plan_batch
-from ..export.compose import ComposeOptions, Length, enlargement
+from ..export.compose import ComposeOptions, enlargement
+from ..export.options import Length
 from ..export.output import FORMATS, SourceRecord, encoded_preview, write_output
 from ..files.imaging import LoadedImage
 from ..network.guard import summary as guard_summary

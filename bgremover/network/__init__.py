@@ -2,3 +2,17 @@
 transforms, ONNX Runtime sessions (session) and int8 (quantize, guard, graph_tools,
 u2net_graph).
 """
+
+__all__ = [
+    "chunked",
+    "families",
+    "graph_tools",
+    "guard",
+    "measured",
+    "models",
+    "prompt",
+    "quantize",
+    "session",
+    "transforms",
+    "u2net_graph",
+]

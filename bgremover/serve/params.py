@@ -232,7 +232,7 @@ def crop_margin(text: str) -> str:
             "invalid_parameter",
             "Send one margin for every side, e.g. crop_margin=30px or crop_margin=10%.",
         )
-    from ..export.compose import parse_length
+    from ..export.options import parse_length
 
     try:
         spelled = {parse_length(part) for part in parts}

@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from bgremover import Remover
-from bgremover.export.compose import parse_color
+from bgremover.export.options import parse_color
 from bgremover.files.imaging import IMAGE_EXTENSIONS, read_image
 
 

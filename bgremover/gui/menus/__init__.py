@@ -35,3 +35,6 @@ class MenuActions:
         action.triggered.connect(slot)
         self.menu.addAction(action)
         return action
+
+
+__all__ = ["MenuActions", "Shortcut", "edit", "file", "help", "touchup", "view"]
