@@ -12,8 +12,8 @@ import pytest
 from bgremover import Remover
 from bgremover.errors import ImageReadError, UsageError
 from bgremover.export.compose import ComposeOptions
-from bgremover.video import remove_clip
 from bgremover.video.clip import probe, read_frames
+from bgremover.video.run import remove_clip
 from bgremover.video.writer import FORMATS
 
 from conftest import build_tiny_model
@@ -160,7 +160,7 @@ def test_png_frames_in_a_folder_one_per_frame(remover, tmp_path):
 
     clip = make_clip(tmp_path / "in.mp4", frames=5, audio=None)
     done = remove_clip(remover, clip, tmp_path / "frames")
-    names = sorted(p.name for p in (tmp_path / "frames").iterdir())
+    names = sorted(p.name for p in (tmp_path / "frames").glob("*.png"))
     assert done.frames == 5 and names == [f"{i:06d}.png" for i in range(5)]
     for i, name in enumerate(names):
         assert_cut_out(np.asarray(Image.open(tmp_path / "frames" / name)), i)
@@ -283,3 +283,65 @@ def test_a_clip_with_no_frames_is_refused(remover, tmp_path):
     with pytest.raises(ImageReadError, match=r"empty\.mkv: (holds no video|not a video)"):
         remove_clip(remover, empty, tmp_path / "out.webm")
     assert_nothing_written(tmp_path, {"empty.mkv"})
+
+
+@pytest.mark.parametrize("out", ["out.webm", "out.mov", "out.mp4", "frames"])
+def test_an_output_records_its_clip_and_settings_for_a_rerun(remover, tmp_path, out):
+    from bgremover.export.output import DONE, MISSING, OTHER_PHOTO, STALE, UNVERIFIED
+    from bgremover.video.run import clip_options, clip_source
+    from bgremover.video.writer import existing_clip, video_format
+
+    clip = make_clip(tmp_path / "in.mp4", frames=3, audio=None)
+    other = make_clip(tmp_path / "other.mp4", frames=4, audio=None)
+    target = tmp_path / out
+    fmt = video_format(target)
+    options = clip_options(None, alpha=fmt is None or fmt.alpha)
+
+    def state(source: Path, **how: bool) -> str:
+        wanted = clip_source(
+            remover, source, target, options, **{"audio": True, "steady": True, **how}
+        )
+        return existing_clip(target, wanted).state
+
+    assert state(clip) == MISSING
+    remove_clip(remover, clip, target)
+    assert state(clip) == DONE
+    assert state(clip, steady=False) == STALE and state(clip, audio=False) == STALE
+    assert state(other) == OTHER_PHOTO
+    remove_clip(remover, other, target, steady=False)  # made again over the old one
+    assert state(other, steady=False) == DONE and state(clip) == OTHER_PHOTO
+    stranger = tmp_path / f"stranger{target.suffix}"
+    if fmt is None:
+        stranger.mkdir()
+    else:
+        stranger.write_bytes(target.read_bytes()[:10])
+    assert (
+        existing_clip(
+            stranger, clip_source(remover, clip, stranger, options, audio=True, steady=True)
+        ).state
+        == UNVERIFIED
+    )
+
+
+def test_clips_are_told_from_photos_and_each_gets_its_output(tmp_path):
+    from bgremover.video.plan import ClipJob, plan_clips
+
+    shoot = tmp_path / "shoot"
+    (shoot / "day2").mkdir(parents=True)
+    for name in ("a.mp4", "day2/b.MOV", "photo.jpg", ".hidden.mp4"):
+        (shoot / name).write_bytes(b"x")
+    out = tmp_path / "out"
+    jobs, rest = plan_clips([shoot], out, "webm")
+    assert jobs == [
+        ClipJob(shoot / "a.mp4", out / "a.webm"),
+        ClipJob(shoot / "day2" / "b.MOV", out / "day2" / "b.webm"),
+    ]
+    assert rest == [shoot]  # its photos are the photo batch's
+    frames, _ = plan_clips([shoot / "a.mp4"], out, "png")
+    assert frames == [ClipJob(shoot / "a.mp4", out / "a")]
+    one, rest = plan_clips([shoot / "a.mp4"], tmp_path / "cut.mov")
+    assert one == [ClipJob(shoot / "a.mp4", tmp_path / "cut.mov")] and rest == []
+    with pytest.raises(UsageError, match="names a video file"):
+        plan_clips([shoot], tmp_path / "cut.mov")
+    with pytest.raises(UsageError, match="Unknown video format 'gif'"):
+        plan_clips([shoot], out, "gif")

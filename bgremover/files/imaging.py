@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -281,8 +281,11 @@ def is_image_name(path: Path) -> bool:
     return path.suffix.lower() in IMAGE_EXTENSIONS and not path.name.startswith(".")
 
 
-def walk_images(folder: Path, exclude: Path | None = None) -> list[Path]:
-    """Image files under ``folder``, sorted, skipping hidden entries and ``exclude``.
+def walk_images(
+    folder: Path, exclude: Path | None = None, wanted: Callable[[Path], bool] | None = None
+) -> list[Path]:
+    """Image files (or the files ``wanted`` names: clips) under ``folder``, sorted,
+    skipping hidden entries and ``exclude``.
 
     Symlinked folders are not followed (no loops); symlinked files are read.
     """
@@ -293,7 +296,7 @@ def walk_images(folder: Path, exclude: Path | None = None) -> list[Path]:
         dirs[:] = sorted(
             d for d in dirs if not d.startswith(".") and (root_path / d).resolve() != excluded
         )
-        found.extend(root_path / f for f in sorted(files) if is_image_name(Path(f)))
+        found.extend(root_path / f for f in sorted(files) if (wanted or is_image_name)(Path(f)))
     return found
 
 

@@ -1,7 +1,6 @@
-"""Clips through the same engine as photos: reading them (``clip``), writing the cutout
-as VP9 WebM or ProRes 4444 with alpha, an MP4 on a background or PNG frames (``writer``),
-and the pipelined pass between the two (``run``). Needs PyAV (the ``video`` extra)."""
+"""Clips through the same engine as photos: reading them (clip), the mask kept steady
+from frame to frame (steady), writing the cutout as VP9 WebM or ProRes 4444 with alpha,
+an MP4 on a background or PNG frames (writer), the pipelined pass between (run), and
+which inputs of a batch are clips and where their outputs go (plan)."""
 
-__all__ = ["ClipDone", "remove_clip"]
-
-from .run import ClipDone, remove_clip
+__all__ = ["clip", "plan", "run", "steady", "writer"]

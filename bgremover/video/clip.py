@@ -23,7 +23,8 @@ VIDEO_SUFFIXES = (".mp4", ".mov", ".m4v", ".mkv", ".webm", ".avi")
 
 
 def is_clip(path: Path) -> bool:
-    return path.suffix.lower() in VIDEO_SUFFIXES
+    """Whether ``path`` names a clip (hidden files, such as macOS's ``._`` copies, not)."""
+    return path.suffix.lower() in VIDEO_SUFFIXES and not path.name.startswith(".")
 
 
 @dataclass(frozen=True)

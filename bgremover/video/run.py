@@ -18,8 +18,10 @@ import numpy as np
 
 from ..errors import ImageReadError, UsageError
 from ..export.compose import ComposeOptions
+from ..export.output import SourceRecord
 from ..files.imaging import from_array
 from .clip import ClipFrame, ClipInfo, probe, read_frames
+from .steady import Steady
 from .writer import frame_folder, video_format, write_clip
 
 if TYPE_CHECKING:
@@ -123,6 +125,23 @@ def broke_off(info: ClipInfo, frames: int, last_pts: int | None) -> bool:
     return float(last_pts * info.time_base) < info.duration - 1.0
 
 
+def clip_source(
+    remover: Remover,
+    source: Path,
+    target: Path,
+    options: ComposeOptions,
+    *,
+    audio: bool,
+    steady: bool,
+) -> SourceRecord:
+    """The record an output of ``source`` at ``target`` carries: the clip, and every
+    setting that changes the output (the engine's and the export options, as a photo's
+    record has them, then the kind of file, the steady rule and the audio)."""
+    kind = target.suffix.lower().lstrip(".") or "png frames"
+    words = f"{kind} clip{', steady' if steady else ''}{', with audio' if audio else ''}"
+    return SourceRecord.of(source, remover.output_settings(options, words))
+
+
 def remove_clip(
     remover: Remover,
     source: Path,
@@ -130,17 +149,22 @@ def remove_clip(
     options: ComposeOptions | None = None,
     *,
     audio: bool = True,
+    steady: bool = True,
     max_megapixels: float | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ClipDone:
     """Cut the subject out of every frame of ``source`` into ``target``: a ``.webm``
     (VP9 with alpha), ``.mov`` (ProRes 4444 with alpha), ``.mp4`` (on the options'
     background, white by default) or, without a suffix, a folder of PNG frames.
+    With ``steady``, the mask is kept steady from frame to frame (:mod:`.steady`);
+    without, each frame's is its own, as a photo's would be.
     ``progress(done, total)`` hears of each frame (total 0 where the clip does not say)."""
     start = time.perf_counter()
     info = probe(source, max_megapixels)
     fmt = video_format(target)
     options = clip_options(options, alpha=fmt is None or fmt.alpha)
+    record = clip_source(remover, source, target, options, audio=audio, steady=steady)
+    steadier = Steady() if steady else None
     count: list[int] = [0]
     last: list[int | None] = [None]
 
@@ -150,6 +174,8 @@ def remove_clip(
             batch, _ = remover.prepare(loaded)
             raw, found = remover.infer_checked(batch)
             result = remover.finish(loaded, raw, {}, None, found)
+            if steadier is not None:
+                result = replace(result, alpha=steadier(frame.rgb, result.alpha))
             pixels = result.compose_array(options)
             if fmt is not None and pixels.ndim == 2:  # a mask, as grey video
                 pixels = np.repeat(pixels[..., None], 3, axis=2)
@@ -171,9 +197,9 @@ def remove_clip(
     if fmt is None:
         from PIL import Image
 
-        with frame_folder(target) as work:
+        with frame_folder(target, record) as work:
             for index, (pixels, _) in enumerate(made):
                 Image.fromarray(pixels).save(work / f"{index:06d}.png", compress_level=1)
     else:
-        how = write_clip(target, fmt, info, made, audio)
+        how = write_clip(target, fmt, info, made, audio, record)
     return ClipDone(source, target, count[0], time.perf_counter() - start, how)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -21,10 +22,23 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..errors import ImageWriteError, UsageError
+from ..errors import UsageError
+from ..export.output import (
+    DONE,
+    MISSING,
+    OTHER_PHOTO,
+    STALE,
+    UNVERIFIED,
+    Existing,
+    SourceRecord,
+)
 from ..files.atomic import TEMP_SUFFIX, replace_with_retry, write_atomically
 from .clip import ClipInfo, open_clip
 
+#: The tag of a video file that holds its record (the clip and the settings it was made
+#: with), and the file of a folder of frames that does.
+RECORD_TAG = "comment"
+FOLDER_RECORD = ".bgremover-record.json"
 #: Seconds of audio written ahead of the video (the muxer interleaves within this).
 AUDIO_AHEAD = 0.5
 
@@ -95,15 +109,17 @@ def write_clip(
     info: ClipInfo,
     frames: Iterator[tuple[np.ndarray, int | None]],
     audio: bool = True,
+    record: SourceRecord | None = None,
 ) -> str | None:
     """Write every frame ``frames`` yields (RGBA or RGB uint8, with its source ``pts``)
     into ``target``, atomically: the file appears, whole, only when all went well.
-    With ``audio``, the source's audio goes along. Returns what became of the audio:
-    "copied", "encoded", or None (none)."""
+    With ``audio``, the source's audio goes along; ``record`` (the clip and the settings
+    it was made with) goes into the file's comment tag. Returns what became of the
+    audio: "copied", "encoded", or None (none)."""
     done: list[str | None] = [None]
 
     def fill(handle: BinaryIO) -> None:
-        done[0] = _encode(handle, fmt, info, frames, audio)
+        done[0] = _encode(handle, fmt, info, frames, audio, record)
 
     write_atomically(target, fill)
     return done[0]
@@ -115,11 +131,14 @@ def _encode(
     info: ClipInfo,
     frames: Iterator[tuple[np.ndarray, int | None]],
     want_audio: bool,
+    record: SourceRecord | None,
 ) -> str | None:
     import av
     from av.video.reformatter import ColorRange, Colorspace
 
     with av.open(handle, "w", format=fmt.muxer) as out:
+        if record is not None:
+            out.metadata[RECORD_TAG] = record.to_text()
         stream = out.add_stream(fmt.codec, rate=info.rate or Fraction(25), options=fmt.options)
         stream.width = info.width + (info.width % 2 if fmt.even else 0)
         stream.height = info.height + (info.height % 2 if fmt.even else 0)
@@ -201,21 +220,59 @@ class _AudioCopy:
 
 
 @contextlib.contextmanager
-def frame_folder(target: Path) -> Iterator[Path]:
+def frame_folder(target: Path, record: SourceRecord | None = None) -> Iterator[Path]:
     """A folder of PNG frames made whole or not at all: its frames go into a temporary
-    folder beside ``target``, renamed to ``target`` when the block ends without error."""
-    if target.exists():
-        raise ImageWriteError(f"{target}: already exists; bgremover does not mix frames into it.")
+    folder beside ``target``, which takes ``target``'s place (an earlier folder there is
+    deleted then) when the block ends without error; ``record`` goes into a file of it."""
     target.parent.mkdir(parents=True, exist_ok=True)
     work = target.parent / f".{target.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    old = work.with_name(work.name.replace(TEMP_SUFFIX, f".old{TEMP_SUFFIX}"))
     work.mkdir()
     try:
         yield work
+        if record is not None:
+            (work / FOLDER_RECORD).write_text(record.to_text(), encoding="utf-8")
+        if target.is_dir():
+            os.replace(target, old)
         replace_with_retry(work, target)
     finally:
-        if work.exists():
-            for leftover in work.iterdir():
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
-            with contextlib.suppress(OSError):
-                os.rmdir(work)
+        for folder in (work, old):
+            if folder.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def clip_record(target: Path) -> SourceRecord | None:
+    """The record an output of bgremover's at ``target`` holds (None: none, or no output)."""
+    if target.is_dir():
+        try:
+            return SourceRecord.from_text((target / FOLDER_RECORD).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            return None
+    import av
+
+    try:
+        with av.open(str(target), metadata_errors="ignore") as container:
+            tags = {k.lower(): v for k, v in container.metadata.items()}
+    except (av.FFmpegError, OSError):
+        return None
+    text = tags.get(RECORD_TAG)
+    return SourceRecord.from_text(text) if text else None
+
+
+def existing_clip(target: Path, source: SourceRecord) -> Existing:
+    """What stands at ``target`` for the clip ``source`` records, as for a photo's output
+    (:func:`~bgremover.export.output.existing_output`): MISSING, DONE (this clip with
+    these settings), STALE (this clip, other settings: made again), OTHER_PHOTO (made from
+    another clip) or UNVERIFIED (not bgremover's); the last two are replaced only when
+    asked (``--overwrite``). A video file or folder is only ever there whole."""
+    if not target.exists():
+        return Existing(MISSING)
+    record = clip_record(target)
+    if record is None:
+        return Existing(UNVERIFIED)
+    if not record.same_photo(source):
+        return Existing(OTHER_PHOTO, record)
+    wanted, made = source.settings, record.settings
+    if wanted is not None and (made is None or made.digest != wanted.digest):
+        return Existing(STALE, record)
+    return Existing(DONE, record)
