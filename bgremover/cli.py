@@ -757,7 +757,14 @@ def cmd_models_quantize(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    from .engine.batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
+    from .engine.batch import (
+        BatchFinished,
+        BatchSettings,
+        BatchStarted,
+        ItemDone,
+        ItemFailed,
+        run_batch,
+    )
     from .engine.batch_report import (
         doubt_line,
         failure_line,
@@ -811,37 +818,30 @@ def cmd_remove(args: argparse.Namespace) -> int:
         _err(f"bgremover: provider fallback: {reason}")
     log.info("Model %s on %s", remover.spec.name, ", ".join(info.active))
 
-    if args.ray is not None:
-        from .distributed import cmd_remove_ray
-
-        return cmd_remove_ray(args, jobs, plan.problems, config, options, fmt)
-
     start = time.monotonic()
     finished: BatchFinished | None = None
     count = 0  # items complete out of order: progress counts them
-    guarded = []
-    doubtful = 0
-    events = run_batch(
-        jobs,
-        remover,
-        options,
-        fmt,
-        overwrite=args.overwrite,
-        max_megapixels=args.max_megapixels,
-    )
+    settings = BatchSettings(options, fmt, args.overwrite, max_megapixels=args.max_megapixels)
+    if args.ray is not None:
+        from .distributed import ray_batch
+
+        events = ray_batch(jobs, remover, settings, args.ray)
+    else:
+        events = run_batch(jobs, remover, options, fmt, args.overwrite,
+                           max_megapixels=args.max_megapixels)  # fmt: skip
     for event in events:
-        if isinstance(event, (ItemDone, ItemSkipped, ItemFailed)):
+        if isinstance(event, BatchFinished):
+            finished = event
+        elif not isinstance(event, BatchStarted):
             count += 1
             if isinstance(event, ItemFailed):
                 progress.clear()
                 _err(failure_line(event.job.source, event.reason))
             elif isinstance(event, ItemDone):
                 log.info("%s -> %s (%.2f s)", event.job.source, event.job.output, event.seconds)
-                guarded.append(event.guard)
                 if event.guard is not None and event.guard.in_doubt:
                     log.info("%s: %s", event.job.source, event.guard.words())
                 if event.doubts:
-                    doubtful += 1
                     log.info("%s", doubt_line(event.job.source, event.doubts, config.model))
                 if event.enlarged is not None:
                     progress.clear()
@@ -850,8 +850,6 @@ def cmd_remove(args: argparse.Namespace) -> int:
                 progress.clear()  # kept, or another run's: say which and why
                 _err(line)
             progress.show(_progress_line(count, event.total, start, event.job.source))
-        elif isinstance(event, BatchFinished):
-            finished = event
     progress.clear()
     assert finished is not None
     return report_summary(
@@ -862,8 +860,8 @@ def cmd_remove(args: argparse.Namespace) -> int:
         seconds=finished.seconds,
         where=written_place(plan.jobs, target.path),  # only a file or folder that exists
         stopped=finished.stopped,
-        guarded=guarded,
-        doubtful=doubtful,
+        guarded=finished.guarded,
+        doubtful=finished.doubtful,
         doubts_named=log.isEnabledFor(logging.INFO),  # each doubt_line was logged
     )
 

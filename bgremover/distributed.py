@@ -10,11 +10,12 @@ same exit status (0, 1 when an image failed, 2 when nothing could run, 130 on Ct
 The pipeline, one row per photo::
 
     from_items(jobs) -> decode + preprocess (tasks)
-                     -> inference (an actor pool: one Remover, one ONNX Runtime session
-                        per actor, created once when the actor starts)
-                     -> finish: mask, edge refinement, edits, compose, encode and the
-                        atomic write (tasks)
-                     -> the driver prints each failure and the summary
+                     -> inference and the mask (an actor pool: one Remover, one ONNX
+                        Runtime session per actor, created once when the actor starts)
+                     -> finish: edge refinement, edits, compose, encode and the atomic
+                        write (tasks), the plain batch's own steps
+                     -> the driver yields each photo's outcome, which the command line
+                        reports as the plain batch's
 
 Where it runs
 -------------
@@ -63,7 +64,6 @@ for the whole run.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
@@ -71,45 +71,37 @@ import pickle
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from .engine.batch_report import (
-    BEING_WRITTEN,
-    FAIL,
-    MAKE,
-    doubt_line,
-    err,
-    failure_line,
-    failure_reason,
-    remove_stale_temp_files,
-    report_summary,
-    resume_decision,
-    skip_line,
-    written_place,
+from .engine.batch import (
+    BatchEvent,
+    BatchSettings,
+    BatchStarted,
+    Item,
+    ItemFailed,
+    Outcome,
+    Tally,
+    claim_output,
+    decide,
+    finish_item,
+    mask_item,
+    source_record,
 )
+from .engine.batch_report import remove_stale_temp_files
 from .engine.pipeline import EngineConfig, Remover
 from .engine.plan import Job
-from .errors import DiskFullError, ModelError, UsageError
-from .export.compose import ComposeOptions
+from .errors import ModelError, UsageError
 from .export.output import SourceRecord
-from .files.atomic import Claim, windows_long_path
 from .network.families import Family
-from .network.guard import GuardCheck
 
 log = logging.getLogger(__name__)
 
-#: A test hook: ``N:FILE`` makes an inference actor's process exit (``os._exit``, a real
-#: process death) on its Nth image unless FILE exists, creating FILE first, so that it
-#: happens once per run; Ray must restart the actor and redo the image.
-DIE_HOOK_ENV = "BGREMOVER_RAY_TEST_DIE"
-
-#: Row states, from stage to stage.
-TODO, WRITTEN, SKIPPED, FAILED, FATAL, STOPPED = (
-    "todo", "written", "skipped", "failed", "fatal", "stopped"
-)  # fmt: skip
+#: Row states, from stage to stage: still to do (the payload is the next stage's input),
+#: ended (the payload is the photo's :data:`~bgremover.engine.batch.Outcome`), or the
+#: model could not run (the payload is why: the plain batch stops too).
+TODO, ENDED, FATAL = "todo", "ended", "fatal"
 
 
 @dataclass(frozen=True)
@@ -119,21 +111,17 @@ class RaySettings:
     jobs: tuple[Job, ...]
     records: tuple[SourceRecord | None, ...]
     config: EngineConfig
-    options: ComposeOptions
-    fmt: str
-    overwrite: bool
-    max_megapixels: float | None
+    #: What the outputs are and how a finished one is treated (options, format, overwrite,
+    #: the megapixel limit), as the plain batch's.
+    batch: BatchSettings
     #: The model's input side and family, read once on the driver from the model file.
     input_size: int
     family: Family | None
 
 
-def _row(
-    index: int, state: str, reason: str = "", payload: bytes = b"", written: int = 0
-) -> dict[str, Any]:
+def _row(index: int, state: str, payload: bytes) -> dict[str, Any]:
     """A row of the pipeline: the same columns in every stage, so blocks stay one schema."""
-    return {"index": index, "state": state, "reason": reason, "payload": payload,
-            "written": written}  # fmt: skip
+    return {"index": index, "state": state, "payload": payload}
 
 
 def _pack(*values: object) -> bytes:
@@ -146,6 +134,17 @@ def _unpack(payload: bytes) -> tuple[Any, ...]:
     return tuple(pickle.loads(payload))  # our own rows, from our own stages
 
 
+def _ended(row: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
+    return _row(int(row["index"]), ENDED, _pack(outcome))
+
+
+def _item(row: dict[str, Any], settings: RaySettings) -> Item:
+    """The row's photo as the plain batch's stages hold it (its index 1-based, as theirs)."""
+    index = int(row["index"])
+    return Item(index + 1, settings.jobs[index], time.perf_counter(),
+                record=settings.records[index])  # fmt: skip
+
+
 # -- the stages (they run in Ray's worker processes) ------------------------------------
 
 
@@ -154,132 +153,79 @@ def decode_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
     from .files.imaging import read_image
     from .network.transforms import preprocess
 
-    index = int(row["index"])
-    job = settings.jobs[index]
+    item = _item(row, settings)
     try:
         t0 = time.perf_counter()
-        loaded = read_image(job.source, settings.max_megapixels)
+        loaded = read_image(item.job.source, settings.batch.max_megapixels)
         t1 = time.perf_counter()
         assert settings.family is not None  # set whenever there is work
         batch = preprocess(loaded.rgb, settings.family, settings.input_size)
         timings = {"read": t1 - t0, "preprocess": time.perf_counter() - t1}
     except Exception as exc:
-        return _row(index, FAILED, failure_reason(exc, job.source, log))
-    return _row(index, TODO, payload=_pack(loaded, batch, timings))
+        return _ended(row, ItemFailed.of(item.index, len(settings.jobs), item.job, exc))
+    return _row(int(row["index"]), TODO, _pack(loaded, batch, timings))
 
 
 class InferenceActor:
     """One Remover per actor; its ONNX Runtime session is created once, here."""
 
     config: EngineConfig = EngineConfig()
-    die_hook: str | None = None
+    settings: RaySettings | None = None
 
     def __init__(self) -> None:
-        from .engine.pipeline import Remover
-
         self.remover = Remover.from_config(self.config)
         self.remover.load()
-        self.seen = 0
-
-    def _maybe_die(self) -> None:
-        if not self.die_hook:
-            return
-        nth, _, marker = self.die_hook.partition(":")
-        self.seen += 1
-        if self.seen == int(nth) and not os.path.exists(marker):
-            Path(marker).touch()
-            os._exit(1)  # a real process death, for the fault-tolerance test
 
     def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
         if row["state"] != TODO:
             return row
-        index = int(row["index"])
-        loaded, batch, timings = _unpack(row["payload"])
-        self._maybe_die()
+        assert self.settings is not None
+        item = _item(row, self.settings)
+        item.loaded, batch, item.timings = _unpack(row["payload"])
         try:
             t0 = time.perf_counter()
             raw, found = self.remover.infer_checked(batch)
-            timings["infer"] = time.perf_counter() - t0
+            item.timings["infer"] = time.perf_counter() - t0
+            del batch
             # The mask is made here, where the sessions are: a combined model may run its
             # second model on the photo (Remover.masked).
-            made = self.remover.masked(loaded.rgb, raw, found)
+            made = mask_item(self.remover, item, raw, found)
         except ModelError as exc:  # the model cannot run: the plain batch stops too
-            return _row(index, FATAL, str(exc))
+            return _row(int(row["index"]), FATAL, _pack(str(exc)))
         except Exception as exc:
-            return _row(index, FAILED, failure_reason(exc, Path(loaded.source), log))
-        payload = _pack(loaded, made.mask, timings, made.guard, made.evidence.doubts())
-        return _row(index, TODO, payload=payload)
+            total = len(self.settings.jobs)
+            return _ended(row, ItemFailed.of(item.index, total, item.job, exc))
+        return _row(int(row["index"]), TODO, _pack(item.loaded, made, item.timings))
 
 
 def finish_stage(row: dict[str, Any], settings: RaySettings) -> dict[str, Any]:
-    """Mask, refinement, edits, compose, encode; the atomic write under the output's claim."""
+    """The plain batch's finishing step (refine, edits, compose, encode, the atomic
+    write), under the output's claim, taken here: the process that writes holds it."""
     if row["state"] != TODO:
         return row
-    from .engine.pipeline import Remover, output_alpha
-    from .export.output import write_output
-
-    index = int(row["index"])
-    job, record = settings.jobs[index], settings.records[index]
-    loaded, mask, timings, found, doubts = _unpack(row["payload"])
-    on_disk = Path(windows_long_path(job.output))
+    item = _item(row, settings)
+    item.loaded, made, item.timings = _unpack(row["payload"])
+    # Where the stages ran in other processes, the photo's seconds are theirs.
+    item.started -= sum(item.timings.values())
+    total = len(settings.jobs)
+    outcome: Outcome | None = None
     try:
-        claim = Claim.try_acquire(on_disk)
-    except OSError as exc:
-        return _row(index, FAILED, f"{job.output}: cannot be written ({exc}).")
-    if claim is None:
-        return _row(index, SKIPPED, BEING_WRITTEN)
-    with claim:
         # Another run may have made it meanwhile: decided again, under the claim.
-        state, redone = _to_do(job, record, settings.overwrite)
-        if state != TODO:
-            return _row(index, state, redone)
-        try:
-            t0 = time.perf_counter()
-            refine = settings.config.refine
+        outcome = claim_output(item, total, settings.batch.overwrite)
+        if outcome is None:
             # Box edits run the model on a crop: only then does this stage load it.
-            segment = Remover.from_config(settings.config).segment if job.edits else None
-            alpha = output_alpha(loaded, mask, refine, job.edits, segment)
-            t1 = time.perf_counter()
-            written = write_output(
-                loaded.rgb, alpha, settings.options, job.output, settings.fmt, record, claim,
-                loaded.metadata,
-            )  # fmt: skip
-            timings.update(finish=t1 - t0, write=time.perf_counter() - t1)
-        except DiskFullError as exc:
-            return _row(index, STOPPED, str(exc))
-        except Exception as exc:
-            return _row(index, FAILED, failure_reason(exc, job.source, log))
-    # A written row's reason: why it replaced an output made with other settings, if it did.
-    return _row(index, WRITTEN, redone, payload=_pack(timings, found, doubts), written=written)
-
-
-def _to_do(job: Job, record: SourceRecord | None, overwrite: bool) -> tuple[str, str]:
-    """What ``job``'s output is to this run, by the plain batch's rules
-    (:func:`~bgremover.engine.batch_report.resume_decision`): (TODO, "") to make it, (TODO, why)
-    to make it again (other settings), else (SKIPPED or FAILED, why)."""
-    decision = resume_decision(job.output, record, overwrite)
-    if decision.detail:
-        log.info(decision.detail)
-    state = {MAKE: TODO, FAIL: FAILED}.get(decision.action, SKIPPED)
-    return state, decision.reason
+            segment = Remover.from_config(settings.config).segment if item.job.edits else None
+            outcome = finish_item(item, made, total, settings.batch, settings.config.refine,
+                                  segment)  # fmt: skip
+    except Exception as exc:
+        outcome = ItemFailed.of(item.index, total, item.job, exc)
+    finally:
+        if item.claim is not None:
+            item.claim.release()
+    return _ended(row, outcome)
 
 
 # -- the driver ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One photo's end, as the driver reports it."""
-
-    index: int
-    state: str
-    reason: str = ""
-    written: int = 0
-    timings: Mapping[str, float] | None = None
-    #: For int8: what the int8 guard found on the photo.
-    guard: GuardCheck | None = None
-    #: Why the cutout may be wrong (``Result.doubts``).
-    doubts: tuple[str, ...] = ()
 
 
 def _import_ray() -> Any:
@@ -400,7 +346,7 @@ def run_ray(
     # The actor's settings as class attributes rather than constructor arguments: Ray
     # keeps those in the object store, where a restarted actor might not find them.
     actor = type("InferenceActor", (InferenceActor,), {
-        "config": settings.config, "die_hook": os.environ.get(DIE_HOOK_ENV)})  # fmt: skip
+        "config": settings.config, "settings": settings})  # fmt: skip
     with warnings.catch_warnings():
         # Ray Data takes the retry options as remote arguments, which it warns are to be
         # renamed; they are its documented defaults, set here so that they stay so.
@@ -417,10 +363,10 @@ def run_ray(
         ds = ds.map(finish_stage, fn_kwargs={"settings": settings}, num_cpus=task_cpus,
                     max_retries=-1)  # fmt: skip
     for row in ds.iter_rows():
-        written = row["state"] == WRITTEN
-        timings, found, doubts = _unpack(row["payload"]) if written else (None, None, ())
-        yield Outcome(int(row["index"]), str(row["state"]), str(row["reason"]),
-                      int(row["written"]), timings, found, doubts)  # fmt: skip
+        (value,) = _unpack(row["payload"])
+        if row["state"] == FATAL:
+            raise ModelError(value)
+        yield value
 
 
 def _model_input(remover: Remover) -> tuple[int, Family]:
@@ -430,95 +376,42 @@ def _model_input(remover: Remover) -> tuple[int, Family]:
     return first.input_size, first.family
 
 
-def cmd_remove_ray(
-    args: argparse.Namespace,
-    jobs: Sequence[Job],
-    problems: Sequence[tuple[Path, str]],
-    config: EngineConfig,
-    options: ComposeOptions,
-    fmt: str,
-) -> int:
-    """``bgremover remove ... --ray``: the batch on Ray, reported as the plain batch is."""
-    start = time.monotonic()
-    overwrite = bool(getattr(args, "overwrite", False))
+def ray_batch(
+    jobs: Sequence[Job], remover: Remover, settings: BatchSettings, address: str
+) -> Iterator[BatchEvent]:
+    """``bgremover remove ... --ray``: the batch of :func:`~bgremover.engine.batch.run_batch`
+    on Ray (``address``, see :func:`connect`), as the same events. ``remover`` is the
+    driver's, its model loaded: what the outputs record and the model's input are its own."""
+    start = time.perf_counter()
     remove_stale_temp_files(jobs, log)
+    yield BatchStarted(len(jobs))
+    tally = Tally()
+    made_with = remover.output_settings(settings.options, settings.fmt)
     records: list[SourceRecord | None] = []
     todo: list[int] = []
-    done = skipped = 0
-    redone: dict[str, int] = {}
-    failures: list[tuple[Path, str]] = []
-    # What the outputs record of their settings, as the plain batch's (no session is made).
-    remover = Remover.from_config(config)
-    made_with = remover.output_settings(options, fmt)
-
-    def report(job: Job, state: str, reason: str) -> None:
-        nonlocal skipped
-        if state == FAILED:
-            failures.append((job.source, reason))
-            err(failure_line(job.source, reason))
-        else:
-            skipped += 1
-            line = skip_line(job.source, reason)
-            if line is not None:
-                err(line)
-
     # Finished outputs are skipped here, before anything is sent to Ray; the finishing
     # stage looks again under the output's claim, as the plain batch does once claimed.
     for index, job in enumerate(jobs):
-        record = None
-        settings_of_job = remover.output_settings(options, fmt, job.edits) if job.edits else None
-        with contextlib.suppress(OSError):  # if so, reading the photo says what is wrong
-            record = SourceRecord.of(job.source, settings_of_job or made_with)
-        records.append(record)
-        state, reason = _to_do(job, record, overwrite)
-        if state == TODO:
+        item = Item(index + 1, job, start)
+        item.record = source_record(job, remover, settings.options, settings.fmt, made_with)
+        records.append(item.record)
+        if (skipped := decide(item, len(jobs), settings.overwrite)) is None:
             todo.append(index)  # the finishing stage says whether it was made again
         else:
-            report(job, state, reason)
-
-    settings = RaySettings(
-        tuple(jobs), tuple(records), config, options, fmt, overwrite,
-        getattr(args, "max_megapixels", None), *(_model_input(remover) if todo else (0, None)),
-    )  # fmt: skip
-    stopped: str | None = None
-    guarded: list[GuardCheck | None] = []
-    doubtful = 0
-    started_here = connect(args.ray) if todo else False
+            tally.add(skipped)
+            yield skipped
+    shape = _model_input(remover) if todo else (0, None)
+    on_ray = RaySettings(tuple(jobs), tuple(records), remover.config, settings, *shape)
+    started_here = connect(address) if todo else False
     ray = sys.modules.get("ray")
     try:
-        for outcome in run_ray(todo, settings):
-            job = jobs[outcome.index]
-            if outcome.state == WRITTEN:
-                done += 1
-                if outcome.reason:  # made again: its settings had changed
-                    redone[outcome.reason] = redone.get(outcome.reason, 0) + 1
-                guarded.append(outcome.guard)
-                log.info("%s -> %s", job.source, job.output)
-                if outcome.doubts:
-                    doubtful += 1
-                    log.info("%s", doubt_line(job.source, outcome.doubts, config.model))
-            elif outcome.state == FATAL:
-                raise ModelError(outcome.reason)
-            elif outcome.state == STOPPED:
-                failures.append((job.source, outcome.reason))
-                err(failure_line(job.source, outcome.reason))
-                stopped = outcome.reason
+        for outcome in run_ray(todo, on_ray):
+            tally.add(outcome)
+            yield outcome
+            if tally.stopped:
                 break
-            else:
-                report(job, outcome.state, outcome.reason)
     finally:
         if started_here and ray is not None:
             ray.shutdown()  # stops the workers: what they were writing stays a temp file
             remove_stale_temp_files(jobs)  # ...which no run holds now: delete them
-    return report_summary(
-        done=done,
-        redone=redone,
-        skipped=skipped,
-        failed=len(failures) + len(problems),
-        seconds=time.monotonic() - start,
-        where=written_place(jobs, Path(args.output)),  # only a file or folder that exists
-        stopped=stopped,
-        guarded=guarded,
-        doubtful=doubtful,
-        doubts_named=log.isEnabledFor(logging.INFO),  # each doubt_line was logged
-    )
+    yield tally.finished(time.perf_counter() - start)

@@ -10,16 +10,20 @@ from PIL import Image
 
 from bgremover import Remover
 from bgremover.engine.batch import (
+    ALREADY_DONE,
+    SETTINGS_CHANGED,
     BatchFinished,
     BatchStarted,
     ItemDone,
     ItemFailed,
     ItemSkipped,
+    Tally,
     run_batch,
 )
-from bgremover.engine.plan import plan_batch
-from bgremover.errors import UsageError
+from bgremover.engine.plan import Job, plan_batch
+from bgremover.errors import DiskFullError, UsageError
 from bgremover.files.atomic import TEMP_SUFFIX
+from bgremover.network.guard import GuardCheck
 
 from conftest import assert_masks_close
 
@@ -180,3 +184,44 @@ def test_a_model_failure_mid_batch_stops_it_with_the_error(
     with pytest.raises(ModelError, match="went away"):
         list(run_batch(plan.jobs, remover))
     assert not [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+
+
+def test_one_tally_counts_every_outcome(tmp_path: Path) -> None:
+    """The counts the command line, the app and ``--ray`` report: each outcome once, the
+    outputs made again by reason, the int8 guard's findings, the cutouts in doubt, and
+    the failure that stopped the batch."""
+    job = Job(tmp_path / "a.jpg", tmp_path / "out" / "a.png")
+    guard = GuardCheck(0.9, True)
+    full = ItemFailed.of(5, 5, job, DiskFullError("the disk is full"))
+    outcomes = [
+        ItemDone(1, 5, job, {}, 10, 0.1, guard, redone=SETTINGS_CHANGED, doubts=("hazy",)),
+        ItemDone(2, 5, job, {}, 10, 0.1),
+        ItemSkipped(3, 5, job, ALREADY_DONE),
+        ItemFailed(4, 5, job, "cannot be read"),
+        full,
+    ]
+    assert [o.kind for o in outcomes] == ["done", "done", "skipped", "failed", "failed"]
+    tally = Tally()
+    for outcome in outcomes:
+        tally.add(outcome)
+    assert full.stops and not outcomes[3].stops
+    finished = tally.finished(1.5)
+    assert (finished.done, finished.skipped, finished.failed) == (2, 1, 2)
+    assert finished.redone == {SETTINGS_CHANGED: 1}
+    assert finished.guarded == (guard, None) and finished.doubtful == 1
+    assert finished.stopped == full.reason and "disk is full" in full.reason
+    assert finished.failures == ((job.source, "cannot be read"), (job.source, full.reason))
+
+
+def test_a_batchs_end_is_the_tally_of_its_events(
+    tmp_path: Path, tiny_model: Path, rgb_gradient: np.ndarray
+) -> None:
+    make_tree(tmp_path / "in", rgb_gradient)
+    (tmp_path / "in" / "broken.jpg").write_bytes(b"\xff\xd8\xff garbage")
+    plan = plan_batch([tmp_path / "in"], tmp_path / "out", "png")
+    events = list(run_batch(plan.jobs, Remover(str(tiny_model))))
+    tally = Tally()
+    for event in events[1:-1]:
+        tally.add(event)
+    assert events[-1] == tally.finished(events[-1].seconds)
+    assert events[-1].guarded == (None,) * 4  # fp32: the guard never looked

@@ -2,7 +2,7 @@
 
 Each ``--ray`` run starts its own local Ray (seconds), so the runs are few and shared: one
 plain batch, one Ray batch and one Ray rerun over the same folder (a module fixture), and
-one Ray batch whose inference actor dies mid-run.
+one Ray batch whose inference actor dies mid-run (killed by an actor the test installs).
 """
 
 from __future__ import annotations
@@ -33,6 +33,37 @@ assert "ray" not in sys.modules, "importing bgremover.cli imported ray"
 code = main(sys.argv[1:])
 assert "ray" not in sys.modules, "a batch without --ray imported ray"
 sys.exit(code)
+"""
+
+# A Ray batch in a fresh interpreter whose inference actor exits its process (os._exit, a
+# real process death) on its second photo unless the file named first exists, creating it
+# first, so that it happens once per run: Ray must restart the actor and redo the photo.
+DYING_ACTOR = """\
+import os
+import sys
+from pathlib import Path
+from bgremover import distributed
+from bgremover.cli import main
+
+MARKER = Path(sys.argv.pop(1))
+
+
+class DyingActor(distributed.InferenceActor):
+    def __init__(self):
+        super().__init__()
+        self.seen = 0
+
+    def __call__(self, row):
+        if row["state"] == distributed.TODO:
+            self.seen += 1
+            if self.seen == 2 and not MARKER.exists():
+                MARKER.touch()
+                os._exit(1)
+        return super().__call__(row)
+
+
+distributed.InferenceActor = DyingActor
+sys.exit(main(sys.argv[1:]))
 """
 
 
@@ -143,8 +174,8 @@ def test_a_killed_actor_is_replaced_and_every_output_is_complete(
 ) -> None:
     photos = _photos(tmp_path / "photos", bad=False)
     out, marker = tmp_path / "out", tmp_path / "died"
-    env = {"BGREMOVER_RAY_TEST_DIE": f"2:{marker}"}  # the actor exits on its 2nd image
-    run = _run(["remove", str(photos), "-o", str(out), "--model", "u2netp", "--ray"], env)
+    args = [str(marker), "remove", str(photos), "-o", str(out), "--model", "u2netp", "--ray"]
+    run = _run(args, script=DYING_ACTOR)
     assert marker.exists(), "the actor never died: the test tested nothing"
     assert run.code == 0, run.stderr
     assert "4 written" in run.stderr
@@ -189,4 +220,26 @@ def test_best_runs_on_ray_as_in_the_plain_batch(tmp_path: Path, u2netp_path: Pat
     assert not any("run with -v" in line for line in (plain.stderr + ray.stderr).splitlines())
     for line in doubt:  # the same words (the logger's name differs: bgremover.distributed)
         assert line.split(": ", 1)[1] in ray.stderr, line
+    assert _tree(tmp_path / "ray") == _tree(tmp_path / "plain")
+
+
+def _notes(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("bgremover: note:")]
+
+
+def test_ray_notes_an_enlarged_subject_as_the_plain_batch_does(
+    tmp_path: Path, u2netp_path: Path
+) -> None:
+    """The cup (about 400 x 300 px) on a 2000 x 2000 canvas is enlarged past twice: both
+    batches print the same note about it, and write the same file."""
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    shutil.copy(DATA / "skimage_coffee.png", photos)
+    common = ["--model", "u2netp", "--quiet", "--preset", "product-white-square"]
+    plain = _run(["remove", str(photos), "-o", str(tmp_path / "plain"), *common])
+    ray = _run(["remove", str(photos), "-o", str(tmp_path / "ray"), *common, "--ray"])
+    assert plain.code == 0 and ray.code == 0, (plain.stderr, ray.stderr)
+    notes = _notes(plain.stderr)
+    assert len(notes) == 1 and "skimage_coffee.png" in notes[0] and "is enlarged" in notes[0]
+    assert _notes(ray.stderr) == notes
     assert _tree(tmp_path / "ray") == _tree(tmp_path / "plain")

@@ -13,6 +13,12 @@ Runs that share an output folder coordinate through a claim per output file
 (:class:`~bgremover.files.atomic.Claim`), taken before an image is read and held until
 it is written: an image another run is working on is skipped, never written twice,
 and only temporary files whose run has ended are deleted as left over.
+
+Each photo ends in one :data:`Outcome` (:class:`ItemDone`, :class:`ItemSkipped`,
+:class:`ItemFailed`), counted by one :class:`Tally`. The steps of one photo that do not
+run the model (:func:`source_record`, :func:`decide`, :func:`claim_output`,
+:func:`mask_item`, :func:`finish_item`) are those of ``remove --ray``
+(:mod:`~bgremover.distributed`) too, so both write the same files and say the same.
 """
 
 from __future__ import annotations
@@ -26,15 +32,17 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from ..errors import BgRemoverError, DiskFullError, ModelError
 from ..export.compose import ComposeOptions, Enlarged, enlargement
-from ..export.output import SourceRecord, write_output
+from ..export.output import OutputSettings, SourceRecord, write_output
 from ..files.atomic import Claim, windows_long_path
 from ..files.imaging import LoadedImage, probe, read_image
 from ..network.guard import GuardCheck
+from ..touchup.edit import Segmenter
 from .batch_report import (
     ALREADY_DONE,
     BEING_WRITTEN,
@@ -48,7 +56,7 @@ from .batch_report import (
     resume_decision,
 )
 from .budget import DEFAULT_PIXELS_IN_FLIGHT, PixelBudget
-from .pipeline import Remover
+from .pipeline import Masked, Remover, output_alpha
 from .plan import Job
 
 __all__ = [
@@ -63,12 +71,20 @@ __all__ = [
     "BatchFinished",
     "BatchSettings",
     "BatchStarted",
+    "Item",
     "ItemDone",
     "ItemFailed",
     "ItemSkipped",
+    "Outcome",
+    "Tally",
+    "claim_output",
     "counts_words",
+    "decide",
     "default_finishers",
+    "finish_item",
+    "mask_item",
     "run_batch",
+    "source_record",
 ]
 
 log = logging.getLogger(__name__)
@@ -81,6 +97,8 @@ class BatchStarted:
 
 @dataclass(frozen=True)
 class ItemDone:
+    #: What the app's progress calls this outcome (:class:`~bgremover.gui.results.BatchProgress`).
+    kind: ClassVar[str] = "done"
     index: int
     total: int
     job: Job
@@ -102,6 +120,7 @@ class ItemDone:
 
 @dataclass(frozen=True)
 class ItemSkipped:
+    kind: ClassVar[str] = "skipped"
     index: int
     total: int
     job: Job
@@ -110,10 +129,19 @@ class ItemSkipped:
 
 @dataclass(frozen=True)
 class ItemFailed:
+    kind: ClassVar[str] = "failed"
     index: int
     total: int
     job: Job
     reason: str
+    #: The batch stops after it: the disk is full, so no later photo could be written.
+    stops: bool = False
+
+    @classmethod
+    def of(cls, index: int, total: int, job: Job, exc: BaseException) -> ItemFailed:
+        """The failure ``exc`` of ``job``, in words (a bug's traceback is logged)."""
+        reason = failure_reason(exc, job.source, log)
+        return cls(index, total, job, reason, stops=isinstance(exc, DiskFullError))
 
 
 @dataclass(frozen=True)
@@ -127,9 +155,54 @@ class BatchFinished:
     failures: tuple[tuple[Path, str], ...] = field(default=())
     #: Of ``done``: the outputs made again because of their settings, by reason.
     redone: Mapping[str, int] = field(default_factory=dict)
+    #: What the int8 guard found on each photo done (None where it did not look).
+    guarded: tuple[GuardCheck | None, ...] = ()
+    #: Of ``done``: the cutouts in doubt (:attr:`ItemDone.doubts`).
+    doubtful: int = 0
 
 
-BatchEvent = BatchStarted | ItemDone | ItemSkipped | ItemFailed | BatchFinished
+#: How one photo of a batch ended: the one outcome type of every batch and front end.
+Outcome = ItemDone | ItemSkipped | ItemFailed
+BatchEvent = BatchStarted | Outcome | BatchFinished
+
+
+@dataclass
+class Tally:
+    """A batch's counts so far, from its outcomes: the one tally of the plain batch,
+    ``remove --ray``, the command line and the app."""
+
+    done: int = 0
+    skipped: int = 0
+    failures: list[tuple[Path, str]] = field(default_factory=list)
+    redone: dict[str, int] = field(default_factory=dict)
+    guarded: list[GuardCheck | None] = field(default_factory=list)
+    doubtful: int = 0
+    #: Why the batch stopped early (the first :attr:`ItemFailed.stops`), if it did.
+    stopped: str | None = None
+
+    @property
+    def failed(self) -> int:
+        return len(self.failures)
+
+    def add(self, outcome: Outcome) -> None:
+        if isinstance(outcome, ItemDone):
+            self.done += 1
+            if outcome.redone:
+                self.redone[outcome.redone] = self.redone.get(outcome.redone, 0) + 1
+            self.guarded.append(outcome.guard)
+            self.doubtful += bool(outcome.doubts)
+        elif isinstance(outcome, ItemSkipped):
+            self.skipped += 1
+        else:
+            self.failures.append((outcome.job.source, outcome.reason))
+            if outcome.stops and self.stopped is None:
+                self.stopped = outcome.reason
+
+    def finished(self, seconds: float) -> BatchFinished:
+        return BatchFinished(
+            self.done, self.skipped, self.failed, seconds, self.stopped, tuple(self.failures),
+            dict(self.redone), tuple(self.guarded), self.doubtful,
+        )  # fmt: skip
 
 
 def default_finishers() -> int:
@@ -153,7 +226,7 @@ def _pixels(path: Path) -> int:
 
 
 @dataclass
-class _Item:
+class Item:
     """One image on its way through the stages."""
 
     index: int
@@ -170,6 +243,90 @@ class _Item:
     record: SourceRecord | None = None
     #: Why the output is made again (ItemDone.redone), when it is.
     redone: str = ""
+
+
+def source_record(
+    job: Job, remover: Remover, options: ComposeOptions, fmt: str, made_with: OutputSettings
+) -> SourceRecord | None:
+    """What ``job``'s output records of its photo and settings (``made_with``: those of a
+    job without edits); None when the photo cannot be read (reading it then says why)."""
+    if job.edits:
+        made_with = remover.output_settings(options, fmt, job.edits)
+    with contextlib.suppress(OSError):
+        return SourceRecord.of(job.source, made_with)
+    return None
+
+
+def decide(item: Item, total: int, overwrite: bool) -> ItemSkipped | ItemFailed | None:
+    """None when ``item``'s output is to be made (``item.redone`` says why it is made
+    again, if it is), else the outcome that says why not (:func:`resume_decision`)."""
+    decision = resume_decision(item.job.output, item.record, overwrite)
+    if decision.action == MAKE:
+        item.redone = decision.reason
+        if decision.detail:
+            log.info(decision.detail)
+        return None
+    event = ItemFailed if decision.action == FAIL else ItemSkipped
+    return event(item.index, total, item.job, decision.reason)
+
+
+def claim_output(item: Item, total: int, overwrite: bool) -> ItemSkipped | ItemFailed | None:
+    """Claim ``item``'s output for this run (``item.claim``) and decide again under the
+    claim, as another run may have finished it meanwhile: None to make it, else the
+    outcome (another run's, done, kept or failed)."""
+    job = item.job
+    try:
+        item.claim = Claim.try_acquire(Path(windows_long_path(job.output)))
+    except OSError as exc:
+        error = BgRemoverError(f"{job.output}: cannot be written ({exc}).")
+        return ItemFailed.of(item.index, total, job, error)
+    if item.claim is None:
+        log.info("%s: skipped, %s", job.output, BEING_WRITTEN)
+        return ItemSkipped(item.index, total, job, BEING_WRITTEN)
+    return decide(item, total, overwrite)
+
+
+def mask_item(remover: Remover, item: Item, raw: np.ndarray, guard: GuardCheck | None) -> Masked:
+    """The mask of ``item``'s photo from the model's ``raw`` output (a combined model runs
+    its second model here), timed into ``item.timings``."""
+    assert item.loaded is not None
+    t0 = time.perf_counter()
+    made = remover.masked(item.loaded.rgb, raw, guard)
+    item.timings["postprocess"] = time.perf_counter() - t0 - made.second_seconds
+    if made.second_seconds:
+        item.timings["second_model"] = made.second_seconds
+    return made
+
+
+def finish_item(
+    item: Item,
+    made: Masked,
+    total: int,
+    settings: BatchSettings,
+    refine: bool,
+    segment: Segmenter | None,
+) -> ItemDone:
+    """Refine the edges, replay the edits (``segment`` runs the model for box edits),
+    compose, encode and write ``item``'s output under its claim; the photo's outcome. The
+    one finishing step of the plain batch and ``remove --ray``."""
+    loaded = item.loaded
+    assert loaded is not None
+    t0 = time.perf_counter()
+    alpha = output_alpha(loaded, made.mask, refine, item.job.edits, segment)
+    guard, doubts = made.guard, made.evidence.doubts()
+    del made  # the unrefined mask, unless the caller holds it
+    t1 = time.perf_counter()
+    enlarged = enlargement(alpha, settings.options)
+    written = write_output(
+        loaded.rgb, alpha, settings.options, item.job.output, settings.fmt, item.record,
+        item.claim, loaded.metadata,
+    )  # fmt: skip
+    timings = {**item.timings, "refine": t1 - t0, "write": time.perf_counter() - t1}
+    seconds = time.perf_counter() - item.started
+    return ItemDone(
+        item.index, total, item.job, timings, written, seconds, guard, enlarged, item.redone,
+        doubts,
+    )  # fmt: skip
 
 
 _DONE = object()  # end of a stage's input
@@ -210,7 +367,6 @@ class _Pipeline:
         # of writing ahead, so a cancel leaves at most a few more files than were reported.
         self.events_out: queue.Queue = queue.Queue(maxsize=depth)
         self.fatal: list[BaseException] = []
-        self.disk_full: list[str] = []
         self.budget = PixelBudget(settings.pixels_in_flight)
         #: What outputs record of their settings (a job with edits records its own).
         self.made_with = remover.output_settings(settings.options, settings.fmt)
@@ -250,56 +406,36 @@ class _Pipeline:
             for _ in range(ends):
                 self.put(out, _DONE)
 
-    def drop(self, item: _Item) -> None:
+    def drop(self, item: Item) -> None:
         """Forget an item the batch will not finish (stopping): return its pixels."""
         self.budget.release(item.pixels)
         item.pixels = 0
         if item.claim is not None:
             item.claim.release()
 
-    def fail(self, item: _Item, exc: BaseException) -> None:
+    def fail(self, item: Item, exc: BaseException) -> None:
         """Report ``item`` as failed and go on (a full disk stops the batch)."""
+        self.end(item, ItemFailed.of(item.index, self.total, item.job, exc))  # a bug too
+
+    def end(self, item: Item, outcome: ItemSkipped | ItemFailed) -> None:
+        """Report ``item`` ended without its output; :attr:`ItemFailed.stops` stops the batch."""
         self.drop(item)
-        reason = failure_reason(exc, item.job.source, log)  # a bug too: reported, go on
-        self.put(self.events_out, ItemFailed(item.index, self.total, item.job, reason))
-        if isinstance(exc, DiskFullError):
-            self.disk_full.append(reason)
+        self.put(self.events_out, outcome)
+        if isinstance(outcome, ItemFailed) and outcome.stops:
             self.stop.set()
 
     # -- the stages --------------------------------------------------------------
-    def claim(self, index: int, job: Job) -> _Item | None:
+    def claim(self, index: int, job: Job) -> Item | None:
         """Claim ``job``'s output for this run, unless it is done, another run's or kept.
 
-        Returns the item to make, or None when an event said why not. The output is
-        looked at again once claimed: another run may have finished it meanwhile.
-        """
-        item = _Item(index, job, time.perf_counter())
-        made_with = self.made_with
-        if job.edits:
-            made_with = self.remover.output_settings(
-                self.settings.options, self.settings.fmt, job.edits
-            )
-        with contextlib.suppress(OSError):  # if so, reading the photo says what is wrong
-            item.record = SourceRecord.of(job.source, made_with)
-        on_disk = Path(windows_long_path(job.output))
-        try:
-            item.claim = Claim.try_acquire(on_disk)
-        except OSError as exc:
-            self.fail(item, BgRemoverError(f"{job.output}: cannot be written ({exc})."))
-            return None
-        if item.claim is None:
-            log.info("%s: skipped, %s", job.output, BEING_WRITTEN)
-            self.put(self.events_out, ItemSkipped(index, self.total, job, BEING_WRITTEN))
-            return None
-        decision = resume_decision(job.output, item.record, self.settings.overwrite)
-        if decision.action == MAKE:
-            item.redone = decision.reason
-            if decision.detail:
-                log.info(decision.detail)
+        Returns the item to make, or None when an event said why not."""
+        item = Item(index, job, time.perf_counter())
+        options, fmt = self.settings.options, self.settings.fmt
+        item.record = source_record(job, self.remover, options, fmt, self.made_with)
+        outcome = claim_output(item, self.total, self.settings.overwrite)
+        if outcome is None:
             return item
-        self.drop(item)
-        event = ItemFailed if decision.action == FAIL else ItemSkipped
-        self.put(self.events_out, event(index, self.total, job, decision.reason))
+        self.end(item, outcome)
         return None
 
     def read(self) -> None:
@@ -356,42 +492,17 @@ class _Pipeline:
                 self.drop(item)
                 continue
             try:
-                result = self.remover.finish(
-                    item.loaded, item.raw, item.timings, item.job.edits, item.guard
-                )
-                item.loaded = item.raw = None
-                t0 = time.perf_counter()
-                rgb, alpha, timings = result.image.rgb, result.alpha, dict(result.timings)
-                metadata = result.image.metadata  # colour profile and EXIF, carried over
-                doubts = result.doubts
-                del result  # drops the unrefined mask
-                enlarged = enlargement(alpha, self.settings.options)
-                written = write_output(
-                    rgb, alpha, self.settings.options, item.job.output, self.settings.fmt,
-                    item.record, item.claim, metadata,
+                raw, item.raw = item.raw, None
+                done = finish_item(
+                    item, mask_item(self.remover, item, raw, item.guard), self.total,
+                    self.settings, self.remover.refine, self.remover.segment,
                 )  # fmt: skip
-                timings["write"] = time.perf_counter() - t0
-                del rgb, alpha
+                item.loaded = None
             except Exception as exc:
                 self.fail(item, exc)
                 continue
             self.drop(item)
-            seconds = time.perf_counter() - item.started
-            self.put(
-                self.events_out,
-                ItemDone(
-                    item.index,
-                    self.total,
-                    item.job,
-                    timings,
-                    written,
-                    seconds,
-                    item.guard,
-                    enlarged,
-                    redone=item.redone,
-                    doubts=doubts,
-                ),
-            )
+            self.put(self.events_out, done)
 
     # -- the consumer's side -----------------------------------------------------
     def events(self) -> Iterator[ItemDone | ItemSkipped | ItemFailed]:
@@ -469,23 +580,10 @@ def run_batch(
         yield BatchFinished(0, 0, 0, time.perf_counter() - start)
         return
     pipeline = _Pipeline(jobs, remover, settings)
-    done = skipped = 0
-    redone: dict[str, int] = {}
-    failures: list[tuple[Path, str]] = []
+    tally = Tally()
     for event in pipeline.events():
-        if isinstance(event, ItemDone):
-            done += 1
-            if event.redone:
-                redone[event.redone] = redone.get(event.redone, 0) + 1
-        elif isinstance(event, ItemSkipped):
-            skipped += 1
-        else:
-            failures.append((event.job.source, event.reason))
+        tally.add(event)
         yield event
     if pipeline.fatal:
         raise pipeline.fatal[0]
-    stopped = pipeline.disk_full[0] if pipeline.disk_full else None
-    yield BatchFinished(
-        done, skipped, len(failures), time.perf_counter() - start, stopped, tuple(failures),
-        redone,
-    )  # fmt: skip
+    yield tally.finished(time.perf_counter() - start)

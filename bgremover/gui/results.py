@@ -180,7 +180,9 @@ class BatchRequest:
 class BatchProgress:
     """One step of a batch, light enough to cross threads (no image arrays)."""
 
-    kind: str  # started | done | skipped | failed | finished
+    #: "started", an outcome's own kind (``ItemDone.kind``, ``ItemSkipped.kind``,
+    #: ``ItemFailed.kind``: "done", "skipped", "failed"), or "finished".
+    kind: str
     index: int = 0
     total: int = 0
     source: Path | None = None
@@ -192,7 +194,8 @@ class BatchProgress:
     elapsed: float = 0.0
     problems: tuple[tuple[Path, str], ...] = field(default=())
     #: Of ``done``: the outputs made again because their settings had changed, by reason
-    #: (see :attr:`bgremover.engine.batch.ItemDone.redone`).
+    #: (see :attr:`bgremover.engine.batch.ItemDone.redone`). The counts are the engine's
+    #: (:class:`bgremover.engine.batch.Tally`).
     redone: Mapping[str, int] = field(default_factory=dict)
     #: At the end: the int8 guard's line (how many images were made in fp32), or "".
     note: str = ""

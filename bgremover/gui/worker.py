@@ -20,7 +20,7 @@ from PySide6.QtGui import QImage
 
 from ..compare.comparison import Comparison, compare
 from ..compare.report import DEFAULT_HEAT_SCALE, heatmap
-from ..engine.batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, run_batch
+from ..engine.batch import BatchFinished, ItemDone, ItemFailed, ItemSkipped, Tally, run_batch
 from ..engine.clicking import ClickModel
 from ..engine.pipeline import EngineConfig, Remover, Result, TaskProgress
 from ..engine.plan import plan_batch
@@ -327,32 +327,24 @@ class Worker:
             return BatchProgress("finished", failed=len(plan.problems))
         remover = self.remover(ctx, request.config)
         stream = run_batch(plan.jobs, remover, request.options, request.fmt, request.overwrite)
-        counts = {"done": 0, "skipped": 0, "failed": 0}
-        redone: dict[str, int] = {}
-        kinds = {ItemDone: "done", ItemSkipped: "skipped", ItemFailed: "failed"}
-        checks = []
+        tally = Tally()  # the counts so far; the batch's own are in BatchFinished
         start = time.monotonic()
         try:
             for event in stream:
                 if isinstance(event, ItemDone | ItemSkipped | ItemFailed):
-                    kind = kinds[type(event)]
-                    counts[kind] += 1
-                    if isinstance(event, ItemDone):
-                        checks.append(event.guard)
-                        if event.redone:
-                            redone[event.redone] = redone.get(event.redone, 0) + 1
+                    tally.add(event)
                     yield BatchProgress(
-                        kind,
+                        event.kind,
                         event.index,
                         total,
                         event.job.source,
                         event.job.output,
                         getattr(event, "reason", ""),
-                        counts["done"],
-                        counts["skipped"],
-                        counts["failed"],
+                        tally.done,
+                        tally.skipped,
+                        tally.failed,
                         time.monotonic() - start,
-                        redone=dict(redone),
+                        redone=dict(tally.redone),
                     )
                 elif isinstance(event, BatchFinished):
                     return BatchProgress(
@@ -360,12 +352,12 @@ class Worker:
                         total,
                         total,
                         reason=event.stopped or "",
-                        done=counts["done"],
-                        skipped=counts["skipped"],
-                        failed=counts["failed"] + len(plan.problems),
+                        done=event.done,
+                        skipped=event.skipped,
+                        failed=event.failed + len(plan.problems),
                         elapsed=event.seconds,
-                        note=guard_summary(checks),
-                        redone=dict(redone),
+                        note=guard_summary(event.guarded),
+                        redone=dict(event.redone),
                     )
         finally:
             # Cancelled between events: closing the engine's batch (a generator) stops
