@@ -666,8 +666,8 @@ class Remover:
         timings = {"read": read, "preprocess": prep, "infer": time.perf_counter() - t1}
         return self.finish(loaded, raw, timings, edits, found)
 
-    # The stages of :meth:`remove`, for the batch pipeline (batch.py), which runs
-    # them on different threads: prepare -> infer -> finish.
+    # The stages of :meth:`remove`, which the batch (batch.py, and --ray) runs on different
+    # threads or processes: prepare -> infer_checked -> masked, then output_alpha.
 
     def prepare(self, loaded: LoadedImage) -> tuple[np.ndarray, float]:
         """The model input for ``loaded`` and the seconds it took (a combined model's: its
