@@ -299,17 +299,17 @@ def test_an_output_records_its_clip_and_settings_for_a_rerun(remover, tmp_path, 
 
     def state(source: Path, **how: bool) -> str:
         wanted = clip_source(
-            remover, source, target, options, **{"audio": True, "steady": True, **how}
+            remover, source, target, options, **{"audio": True, "steady": False, **how}
         )
         return existing_clip(target, wanted).state
 
     assert state(clip) == MISSING
     remove_clip(remover, clip, target)
     assert state(clip) == DONE
-    assert state(clip, steady=False) == STALE and state(clip, audio=False) == STALE
+    assert state(clip, steady=True) == STALE and state(clip, audio=False) == STALE
     assert state(other) == OTHER_PHOTO
-    remove_clip(remover, other, target, steady=False)  # made again over the old one
-    assert state(other, steady=False) == DONE and state(clip) == OTHER_PHOTO
+    remove_clip(remover, other, target, steady=True)  # made again over the old one
+    assert state(other, steady=True) == DONE and state(clip) == OTHER_PHOTO
     stranger = tmp_path / f"stranger{target.suffix}"
     if fmt is None:
         stranger.mkdir()
@@ -317,7 +317,7 @@ def test_an_output_records_its_clip_and_settings_for_a_rerun(remover, tmp_path, 
         stranger.write_bytes(target.read_bytes()[:10])
     assert (
         existing_clip(
-            stranger, clip_source(remover, clip, stranger, options, audio=True, steady=True)
+            stranger, clip_source(remover, clip, stranger, options, audio=True, steady=False)
         ).state
         == UNVERIFIED
     )

@@ -149,15 +149,15 @@ def remove_clip(
     options: ComposeOptions | None = None,
     *,
     audio: bool = True,
-    steady: bool = True,
+    steady: bool = False,
     max_megapixels: float | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ClipDone:
     """Cut the subject out of every frame of ``source`` into ``target``: a ``.webm``
     (VP9 with alpha), ``.mov`` (ProRes 4444 with alpha), ``.mp4`` (on the options'
     background, white by default) or, without a suffix, a folder of PNG frames.
-    With ``steady``, the mask is kept steady from frame to frame (:mod:`.steady`);
-    without, each frame's is its own, as a photo's would be.
+    Each frame's mask is its own, as a photo's would be; with ``steady``, it is kept
+    steady from frame to frame (:mod:`.steady`).
     ``progress(done, total)`` hears of each frame (total 0 where the clip does not say)."""
     start = time.perf_counter()
     info = probe(source, max_megapixels)

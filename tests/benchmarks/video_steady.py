@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import budget
@@ -40,9 +41,10 @@ from bgremover.video.steady import Steady, SteadyRule, small_grey
 
 KINDS = ("still", "moving", "cut")
 GRID = {
-    "keep": (0.5, 0.7),
-    "tolerance": (8.0, 16.0),
-    "cut": (16.0, 32.0),
+    "keep": (0.0, 0.5),
+    "hold": (0.0, 8.0, 24.0),
+    "tolerance": (8.0, 16.0, 32.0),
+    "cut": (16.0,),
 }
 MAD_LIMIT = 1.03
 
@@ -153,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
                     if key in r:
                         held[key].append(r[key])
                 after = f"{r['after cut']:.2f}" if "after cut" in r else ""
-                print(f"| {clip} | keep {rule.keep}, tolerance {rule.tolerance}, cut {rule.cut} "
+                words = ", ".join(f"{k} {v:g}" for k, v in asdict(rule).items())
+                print(f"| {clip} | {words} "
                       f"| {b['MAD']:.1f} | {r['MAD']:.3f} | {b['dtSSD']:.2f} | {r['dtSSD']:.3f} "
                       f"| {b['flicker']:.2f} | {r['flicker']:.3f} | {after} |")  # fmt: skip
     print()
