@@ -16,7 +16,7 @@ import logging
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
@@ -28,6 +28,7 @@ from .engine.batch_report import err as _err
 from .export.options import add_flags, cli_flags, cli_values
 from .export.output import DEFAULT_FORMAT, FORMATS
 from .network.models import DEFAULT_MODEL, PRECISIONS
+from .video.flags import add_arguments as add_clip_arguments
 
 log = logging.getLogger("bgremover")
 
@@ -130,6 +131,9 @@ What -o names:
     photo.jpg -o cut.png or -o cut.jpg (the extension sets the format); other
     extensions are refused, and so is a file name for a folder or several inputs;
   - end the name with / for a new folder whose name has a dot (-o shots.v2/).
+Clips (.mp4 .mov .m4v .mkv .webm .avi) are cut out frame by frame with their sound:
+clip.mp4 -o cut.webm (VP9 with alpha) or cut.mov (ProRes 4444); in a folder each
+becomes --video-format's kind (webm by default; png: a folder of frames).
 
 Export: a preset (--preset NAME, listed by `bgremover presets`) sets the options
 below at once; options given on the command line override the preset's.
@@ -186,10 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     rm = command(
         "remove",
-        help="cut out images or folders of images",
+        help="cut out images, clips, or folders of them",
         description=REMOVE_DESCRIPTION,
     )
-    rm.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="image files or folders")
+    rm.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="images, clips, folders")
     rm.add_argument(
         "-o",
         "--output",
@@ -239,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
         "it must agree with the output file's extension",
     )
     _export_arguments(rm)
+    add_clip_arguments(rm)  # --video-format, --no-audio (bgremover.video.flags)
     rm.add_argument(
         "--providers",
         default="auto",
@@ -758,6 +763,7 @@ def cmd_models_quantize(args: argparse.Namespace) -> int:
 
 def cmd_remove(args: argparse.Namespace) -> int:
     from .engine.batch import (
+        BatchEvent,
         BatchFinished,
         BatchSettings,
         BatchStarted,
@@ -768,6 +774,8 @@ def cmd_remove(args: argparse.Namespace) -> int:
     from .engine.batch_report import (
         doubt_line,
         failure_line,
+        nothing_to_do,
+        progress_line,
         report_summary,
         skip_line,
         written_place,
@@ -778,21 +786,25 @@ def cmd_remove(args: argparse.Namespace) -> int:
     from .export.compose import ComposeOptions
     from .export.presets import check_export, get_preset, options_from
     from .touchup.edit import load_edits
+    from .video.batch import clip_events, with_clips
+    from .video.plan import plan_clips
 
     # The preset, then the options here over it; all checked before any model or image, as -o.
     values = dict(get_preset(args.preset).values) if args.preset else {}
     values.update(export_values(args))
     options, preset_fmt = options_from(values, ComposeOptions(mask_only=args.mask_only))
+    clips, photos = plan_clips(args.inputs, Path(args.output), args.video_format)
     target = resolve_output(
-        args.inputs, args.output, args.format, default=preset_fmt or DEFAULT_FORMAT
-    )
+        photos or args.inputs, args.output if photos else Path(args.output).parent,
+        args.format, default=preset_fmt or DEFAULT_FORMAT,
+    )  # fmt: skip
     fmt = target.fmt
     check_export(options, fmt)
-    plan = plan_batch(args.inputs, target.path, fmt, single_file=target.single_file)
+    plan = plan_batch(photos, target.path, fmt, single_file=target.single_file)
     for path, reason in plan.problems:
         _err(f"bgremover: skipping {path}: {reason}")
-    if not plan.jobs:
-        _err(_nothing_to_do(args.inputs, plan.problems))
+    if not plan.jobs and not clips:
+        _err(nothing_to_do(args.inputs, plan.problems))
         return EXIT_USAGE
     jobs = plan.jobs
     if args.edits is not None:
@@ -822,14 +834,19 @@ def cmd_remove(args: argparse.Namespace) -> int:
     finished: BatchFinished | None = None
     count = 0  # items complete out of order: progress counts them
     settings = BatchSettings(options, fmt, args.overwrite, max_megapixels=args.max_megapixels)
-    if args.ray is not None:
+    if not jobs:
+        events: Iterator[BatchEvent] = iter(())
+    elif args.ray is not None:
         from .distributed import ray_batch
 
         events = ray_batch(jobs, remover, settings, args.ray)
     else:
         events = run_batch(jobs, remover, options, fmt, args.overwrite,
                            max_megapixels=args.max_megapixels)  # fmt: skip
-    for event in events:
+    total = len(jobs) + len(clips)
+    made = clip_events(clips, remover, settings, total=total, audio=args.audio,
+                       show=progress.show)  # fmt: skip
+    for event in with_clips(made, events):
         if isinstance(event, BatchFinished):
             finished = event
         elif not isinstance(event, BatchStarted):
@@ -849,7 +866,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
             elif (line := skip_line(event.job.source, event.reason)) is not None:
                 progress.clear()  # kept, or another run's: say which and why
                 _err(line)
-            progress.show(_progress_line(count, event.total, start, event.job.source))
+            progress.show(progress_line(count, total, start, event.job.source))
     progress.clear()
     assert finished is not None
     return report_summary(
@@ -858,36 +875,12 @@ def cmd_remove(args: argparse.Namespace) -> int:
         skipped=finished.skipped,
         failed=finished.failed + len(plan.problems),
         seconds=finished.seconds,
-        where=written_place(plan.jobs, target.path),  # only a file or folder that exists
+        where=written_place([*plan.jobs, *clips], Path(args.output)),  # only one that exists
         stopped=finished.stopped,
         guarded=finished.guarded,
         doubtful=finished.doubtful,
         doubts_named=log.isEnabledFor(logging.INFO),  # each doubt_line was logged
     )
-
-
-def _nothing_to_do(inputs: Sequence[Path], problems: Sequence[tuple[Path, str]]) -> str:
-    """Why a run found nothing to process, and what to do."""
-    if problems:
-        return (
-            "bgremover: nothing could run: no image to process (the inputs above were "
-            "skipped). Check the paths and try again."
-        )
-    from .files.imaging import IMAGE_EXTENSIONS
-
-    names = ", ".join(str(p) for p in inputs)
-    kinds = " ".join(sorted(IMAGE_EXTENSIONS))
-    return (
-        f"bgremover: no images found in {names}. Folders are searched for files ending in "
-        f"{kinds} (hidden files and folders are skipped)."
-    )
-
-
-def _progress_line(count: int, total: int, start: float, current: Path) -> str:
-    elapsed = time.monotonic() - start
-    left = elapsed / count * (total - count) if count else 0.0
-    eta = f"{int(left // 60)}:{int(left % 60):02d}"
-    return f"[{count}/{total}] {100 * count // total:3d}%  eta {eta}  {current.name}"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -146,7 +146,7 @@ def test_nothing_could_run_exits_2(tmp_path: Path) -> None:
     (empty / "notes.txt").write_text("not a photo")
     proc = cli("remove", str(empty), "-o", str(tmp_path / "out"), env=env)
     assert proc.returncode == 2, proc.stderr
-    assert f"no images found in {empty}" in proc.stderr and ".jpg" in proc.stderr
+    assert f"no images or clips found in {empty}" in proc.stderr and ".jpg" in proc.stderr
     assert "Could not obtain model" not in proc.stderr
 
 

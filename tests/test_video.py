@@ -324,7 +324,8 @@ def test_an_output_records_its_clip_and_settings_for_a_rerun(remover, tmp_path, 
 
 
 def test_clips_are_told_from_photos_and_each_gets_its_output(tmp_path):
-    from bgremover.video.plan import ClipJob, plan_clips
+    from bgremover.engine.plan import Job as ClipJob
+    from bgremover.video.plan import plan_clips
 
     shoot = tmp_path / "shoot"
     (shoot / "day2").mkdir(parents=True)
@@ -345,3 +346,46 @@ def test_clips_are_told_from_photos_and_each_gets_its_output(tmp_path):
         plan_clips([shoot], tmp_path / "cut.mov")
     with pytest.raises(UsageError, match="Unknown video format 'gif'"):
         plan_clips([shoot], out, "gif")
+
+
+# -- the command line ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("cli") / "tiny.onnx")
+
+
+def test_remove_writes_one_clip_to_the_file_o_names(tiny_file, tmp_path):
+    from conftest import cli
+
+    clip = make_clip(tmp_path / "in.mp4", frames=6, audio="aac")
+    proc = cli("remove", str(clip), "-o", str(tmp_path / "cut.webm"), "-m", str(tiny_file), "-v")
+    assert proc.returncode == 0, proc.stderr
+    frames, _ = decoded(tmp_path / "cut.webm", "libvpx-vp9")
+    assert len(frames) == 6 and audio_codecs(tmp_path / "cut.webm") == ["opus"]
+    assert "6 frames at" in proc.stderr and "frames/s" in proc.stderr  # -v: the speed
+    assert "bgremover: 1 written" in proc.stderr
+
+
+def test_remove_on_a_folder_makes_its_clips_and_photos_and_a_rerun_skips_both(tiny_file, tmp_path):
+    from PIL import Image
+
+    from conftest import cli
+
+    shoot = tmp_path / "shoot"
+    (shoot / "day2").mkdir(parents=True)
+    make_clip(shoot / "day2" / "walk.mp4", frames=4, audio=None)
+    Image.fromarray(frame_at(0)).save(shoot / "still.png")
+    (shoot / "broken.mov").write_bytes(b"not a clip")
+    args = ("remove", str(shoot), "-o", str(tmp_path / "out"), "-m", str(tiny_file))
+    first = cli(*args, "--video-format", "mov")
+    assert first.returncode == 1, first.stderr  # the broken clip alone failed
+    assert "broken.mov: not a video bgremover can read" in first.stderr
+    assert (tmp_path / "out" / "still.png").is_file()
+    frames, _ = decoded(tmp_path / "out" / "day2" / "walk.mov")
+    assert len(frames) == 4
+    again = cli(*args, "--video-format", "mov")
+    assert "2 already done" in again.stderr, again.stderr
+    redo = cli(*args, "--video-format", "mov", "--no-audio")
+    assert "1 redone: settings changed" in redo.stderr, redo.stderr

@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ from ..export.output import (
     OTHER_PHOTO,
     REDO,
     STALE,
+    Existing,
     OutputSettings,
     SourceRecord,
     existing_output,
@@ -141,7 +143,12 @@ class Resume:
     detail: str = ""
 
 
-def resume_decision(output: Path, record: SourceRecord | None, overwrite: bool) -> Resume:
+def resume_decision(
+    output: Path,
+    record: SourceRecord | None,
+    overwrite: bool,
+    existing: Callable[[Path, SourceRecord], Existing] = existing_output,
+) -> Resume:
     """Whether ``output`` is to be made from the photo ``record`` describes (with the
     settings it names), by what the existing output records.
 
@@ -149,21 +156,22 @@ def resume_decision(output: Path, record: SourceRecord | None, overwrite: bool) 
     why), when there is no output or it is unfinished, and again (with the reason) when
     it was made with other settings. Skipped: made by an earlier run with these settings,
     made with edits this run does not have, or not recording its photo. Failed: made
-    from another photo (its name is kept, never overwritten).
+    from another photo (its name is kept, never overwritten). ``existing`` reads what
+    stands at ``output`` (a clip's output is read by its own).
     """
     if overwrite or record is None:
         return Resume(MAKE)
-    existing = existing_output(Path(windows_long_path(output)), record)
-    if existing.state in (MISSING, REDO):
+    there = existing(Path(windows_long_path(output)), record)
+    if there.state in (MISSING, REDO):
         return Resume(MAKE)
-    if existing.state == STALE:
-        detail = redone_detail(output, existing.record, record.settings)
-        return Resume(MAKE, redone_reason(existing.record), detail)
-    if existing.state == DONE:
+    if there.state == STALE:
+        detail = redone_detail(output, there.record, record.settings)
+        return Resume(MAKE, redone_reason(there.record), detail)
+    if there.state == DONE:
         return Resume(SKIP, ALREADY_DONE)
-    if existing.state == OTHER_PHOTO and existing.record is not None:
-        return Resume(FAIL, other_photo_reason(output, existing.record))
-    if existing.state == EDITED:
+    if there.state == OTHER_PHOTO and there.record is not None:
+        return Resume(FAIL, other_photo_reason(output, there.record))
+    if there.state == EDITED:
         return Resume(SKIP, edited_reason(output))
     return Resume(SKIP, unverified_reason(output))
 
@@ -258,3 +266,28 @@ def report_summary(
     notes = [n for n in (doubt_note(doubtful, doubts_named), guard_summary(guarded, CLI_HINT)) if n]
     err(summary + "".join(f"\nbgremover: {n}" for n in notes))
     return EXIT_SOME_FAILED if failed else EXIT_OK
+
+
+def nothing_to_do(inputs: Sequence[Path], problems: Sequence[tuple[Path, str]]) -> str:
+    """Why a run found nothing to process, and what to do."""
+    if problems:
+        return (
+            "bgremover: nothing could run: no image or clip to process (the inputs above "
+            "were skipped). Check the paths and try again."
+        )
+    from ..files.imaging import CLIP_EXTENSIONS, IMAGE_EXTENSIONS
+
+    names = ", ".join(str(p) for p in inputs)
+    return (
+        f"bgremover: no images or clips found in {names}. Folders are searched for files "
+        f"ending in {' '.join(sorted(IMAGE_EXTENSIONS))} and clips ending in "
+        f"{' '.join(CLIP_EXTENSIONS)} (hidden files and folders are skipped)."
+    )
+
+
+def progress_line(count: int, total: int, start: float, current: Path) -> str:
+    """The command line's progress: count of total, share, time left, the current name."""
+    elapsed = time.monotonic() - start
+    left = elapsed / count * (total - count) if count else 0.0
+    eta = f"{int(left // 60)}:{int(left % 60):02d}"
+    return f"[{count}/{total}] {100 * count // total:3d}%  eta {eta}  {current.name}"

@@ -281,6 +281,15 @@ def is_image_name(path: Path) -> bool:
     return path.suffix.lower() in IMAGE_EXTENSIONS and not path.name.startswith(".")
 
 
+#: The endings read as clips (bgremover.video), beside a folder's photos.
+CLIP_EXTENSIONS = (".mp4", ".mov", ".m4v", ".mkv", ".webm", ".avi")
+
+
+def is_clip_name(path: Path) -> bool:
+    """Whether ``path`` names a clip (hidden files, such as macOS's ``._`` copies, not)."""
+    return path.suffix.lower() in CLIP_EXTENSIONS and not path.name.startswith(".")
+
+
 def walk_images(
     folder: Path, exclude: Path | None = None, wanted: Callable[[Path], bool] | None = None
 ) -> list[Path]:

@@ -18,14 +18,6 @@ import numpy as np
 
 from ..errors import ImageReadError
 
-#: The suffixes read as clips (a folder's photos and clips are told apart by these).
-VIDEO_SUFFIXES = (".mp4", ".mov", ".m4v", ".mkv", ".webm", ".avi")
-
-
-def is_clip(path: Path) -> bool:
-    """Whether ``path`` names a clip (hidden files, such as macOS's ``._`` copies, not)."""
-    return path.suffix.lower() in VIDEO_SUFFIXES and not path.name.startswith(".")
-
 
 @dataclass(frozen=True)
 class ClipInfo:

@@ -9,23 +9,13 @@ mov or mp4, or png for a folder of PNG frames named after the clip.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..engine.plan import Job
 from ..errors import UsageError
-from ..files.imaging import walk_images
-from .clip import is_clip
+from ..files.imaging import is_clip_name, walk_images
+from .flags import DEFAULT_KIND, KINDS
 from .writer import FORMATS
-
-#: What ``--video-format`` may be: a video file's kind, or png (a folder of frames).
-KINDS = (*(suffix.lstrip(".") for suffix in FORMATS), "png")
-DEFAULT_KIND = "webm"
-
-
-@dataclass(frozen=True)
-class ClipJob:
-    source: Path
-    target: Path
 
 
 def clip_target(folder: Path, relative: Path, kind: str) -> Path:
@@ -36,12 +26,12 @@ def clip_target(folder: Path, relative: Path, kind: str) -> Path:
 
 def plan_clips(
     inputs: Sequence[Path], output: Path, kind: str = DEFAULT_KIND
-) -> tuple[list[ClipJob], list[Path]]:
+) -> tuple[list[Job], list[Path]]:
     """The clips among ``inputs`` (and in its folders) with their outputs, and the inputs
     that are not clips (photos and folders, for the photo batch's plan)."""
     if kind not in KINDS:
         raise UsageError(f"Unknown video format {kind!r}; use one of: {', '.join(KINDS)}.")
-    clips = [p for p in inputs if p.is_file() and is_clip(p)]
+    clips = [p for p in inputs if p.is_file() and is_clip_name(p)]
     rest = [p for p in inputs if p not in clips]
     if output.suffix.lower() in FORMATS and not output.is_dir():
         if len(inputs) != 1 or not clips:
@@ -49,9 +39,9 @@ def plan_clips(
                 f"-o {output} names a video file, which holds one clip: give one clip as "
                 "the input, or an output folder (a name without an extension).",
             )
-        return [ClipJob(clips[0], output)], []
-    jobs = [ClipJob(clip, clip_target(output, Path(clip.name), kind)) for clip in clips]
+        return [Job(clips[0], output)], []
+    jobs = [Job(clip, clip_target(output, Path(clip.name), kind)) for clip in clips]
     for folder in (p for p in rest if p.is_dir()):
-        for clip in walk_images(folder, exclude=output, wanted=is_clip):
-            jobs.append(ClipJob(clip, clip_target(output, clip.relative_to(folder), kind)))
+        for clip in walk_images(folder, exclude=output, wanted=is_clip_name):
+            jobs.append(Job(clip, clip_target(output, clip.relative_to(folder), kind)))
     return jobs, rest
