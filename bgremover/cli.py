@@ -611,8 +611,10 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 def cmd_models_list(args: argparse.Namespace) -> int:
     from .engine.pipeline import made_int8
-    from .network.models import PROMPT_MODELS, REGISTRY, ModelStore, size_text
+    from .network.models import REGISTRY, size_text
+    from .network.prompt_models import PROMPT_MODELS
     from .network.quantize import cached_int8
+    from .network.store import ModelStore
 
     store = ModelStore()
     records = []
@@ -703,7 +705,9 @@ def _int8_record(fp32: dict, int8: dict) -> dict:
 
 
 def cmd_models_pull(args: argparse.Namespace) -> int:
-    from .network.models import PROMPT_MODELS, ModelStore, resolve_spec
+    from .network.models import resolve_spec
+    from .network.prompt_models import PROMPT_MODELS
+    from .network.store import ModelStore
 
     progress = TerminalProgress(enabled=not args.quiet)
     if args.name in PROMPT_MODELS:
@@ -733,8 +737,9 @@ def cmd_models_pull(args: argparse.Namespace) -> int:
 
 def cmd_models_quantize(args: argparse.Namespace) -> int:
     from .engine.pipeline import Remover
-    from .network.models import ModelStore, resolve_spec
+    from .network.models import resolve_spec
     from .network.quantize import ensure_int8, int8_path
+    from .network.store import ModelStore
 
     spec = resolve_spec(args.name)
     store = ModelStore()

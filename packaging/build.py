@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bgremover import __version__  # noqa: E402
-from bgremover.network.models import BUNDLED_DIR, DEFAULT_MODEL, REGISTRY, ModelStore  # noqa: E402
+from bgremover.network.models import DEFAULT_MODEL, REGISTRY  # noqa: E402
+from bgremover.network.store import BUNDLED_DIR, ModelStore  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "packaging"))
 from bundle_size import make_tar_gz, report  # noqa: E402

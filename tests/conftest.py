@@ -54,8 +54,10 @@ def _keepable(models: Path) -> dict[str, ModelSpec | None]:
     them, under the name the store gives them today (fp32 hash, recipe and its version,
     ONNX Runtime's version, weight range), so a file made under another key is never
     used. The session's home starts with them, as it would after a first run."""
-    from bgremover.network.models import PROMPT_MODELS, REGISTRY, ModelStore
+    from bgremover.network.models import REGISTRY
+    from bgremover.network.prompt_models import PROMPT_MODELS
     from bgremover.network.quantize import RECIPES, int8_path
+    from bgremover.network.store import ModelStore
 
     store = ModelStore(models.parent)
     specs = [s for s in REGISTRY.values() if not s.members and s.local_path is None]
@@ -75,7 +77,7 @@ def _keepable(models: Path) -> dict[str, ModelSpec | None]:
 
 def _copy_models(source: Path, target: Path, verify: bool) -> None:
     """Copy the keepable models of ``source`` that ``target`` lacks (atomically)."""
-    from bgremover.network.models import ModelStore
+    from bgremover.network.store import ModelStore
 
     if not source.is_dir():
         return
@@ -124,7 +126,7 @@ def kept_best() -> Path:
     IS-Net's file under its own lock (test_families needs it alone), then the int8 model
     Best runs it as under Best's. Returns the first model's path."""
     from bgremover import Remover
-    from bgremover.network.models import ModelStore
+    from bgremover.network.store import ModelStore
 
     with kept_models("isnet-imgly"):
         ModelStore().ensure("isnet-imgly")
@@ -317,7 +319,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def u2netp_path() -> Path:
     """The real u2netp, obtained and hash-verified through the project's model store."""
-    from bgremover.network.models import ModelStore
+    from bgremover.network.store import ModelStore
 
     with kept_models("u2netp"):
         return ModelStore().ensure("u2netp")
@@ -327,8 +329,9 @@ def u2netp_path() -> Path:
 def u2netp_int8_path(u2netp_path: Path) -> Path:
     """u2netp's int8 model (default recipe), made once per test session, before the tests
     that need it, instead of by whichever of them comes first."""
-    from bgremover.network.models import REGISTRY, ModelStore
+    from bgremover.network.models import REGISTRY
     from bgremover.network.quantize import ensure_int8
+    from bgremover.network.store import ModelStore
 
     with kept_models("u2netp-int8"):
         return ensure_int8(REGISTRY["u2netp"], ModelStore(), fp32_path=u2netp_path)
@@ -400,7 +403,8 @@ def served_model(server, name: str, blob: bytes | None):
     import hashlib
     from dataclasses import replace
 
-    from bgremover.network.models import DEFAULT_MODEL, REGISTRY, Source
+    from bgremover.network.models import DEFAULT_MODEL, REGISTRY
+    from bgremover.network.sources import Source
 
     if blob is not None:
         (server.root / f"{name}.onnx").write_bytes(blob)

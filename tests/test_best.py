@@ -164,7 +164,8 @@ def test_evidence_in_words():
 def test_the_registry_entry_and_its_refusals(tiny_registered):
     from bgremover import Remover
     from bgremover.errors import UsageError
-    from bgremover.network.models import EACH_MEMBER, REGISTRY, ModelStore
+    from bgremover.network.models import EACH_MEMBER, REGISTRY
+    from bgremover.network.store import ModelStore
 
     best = REGISTRY["best"]
     assert best.members == ("u2netp", "isnet-imgly")

@@ -325,7 +325,7 @@ def test_cli_models_list_shows_family_size_and_licence(tmp_path: Path) -> None:
 def isnet_path() -> Path:
     """The real IS-Net (IMG.LY's, 88 MB), obtained and verified through the store: from
     IMG.LY's CDN, or where that is unreachable, from its npm package."""
-    from bgremover.network.models import ModelStore
+    from bgremover.network.store import ModelStore
 
     try:
         with kept_models("isnet-imgly"):

@@ -22,7 +22,7 @@ from bgremover.files.imaging import LoadedImage
 from bgremover.gui.compare import ComparisonView
 from bgremover.gui.worker import compared
 from bgremover.mask.metrics import fidelity
-from bgremover.network.models import ModelStore
+from bgremover.network.store import ModelStore
 
 W, H = 480, 360
 CENTRE, RADIUS = (240.0, 180.0), 130.0

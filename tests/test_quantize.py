@@ -12,7 +12,7 @@ from PIL import Image
 from bgremover import Remover
 from bgremover.errors import ModelError
 from bgremover.mask.metrics import edge_band, fidelity, iou, raw_stats
-from bgremover.network.models import REGISTRY, ModelStore, local_spec
+from bgremover.network.models import REGISTRY, local_spec
 from bgremover.network.quantize import (
     CALIBRATION_DIR,
     DEFAULT_RECIPE,
@@ -24,6 +24,7 @@ from bgremover.network.quantize import (
     get_recipe,
     int8_path,
 )
+from bgremover.network.store import ModelStore
 
 from conftest import SAMPLE, cli, real_photos
 
@@ -218,7 +219,7 @@ def test_faithful_int8_agrees_with_fp32_on_real_photos(u2netp_int8_path: Path) -
 
 
 def test_cancelled_quantization_leaves_nothing(tmp_path: Path, tiny_model: Path) -> None:
-    from bgremover.network.models import DownloadCancelled
+    from bgremover.network.store import DownloadCancelled
 
     store = ModelStore(tmp_path)
     spec = local_spec(tiny_model)
@@ -241,8 +242,8 @@ def test_a_build_reports_before_any_work_and_makes_every_step_it_promised(
     done (seconds for u2netp, with nothing shown and no cancel seen): it comes before any
     of them, with the number of steps to come."""
     from bgremover.network.families import FAMILIES
-    from bgremover.network.models import DownloadCancelled
     from bgremover.network.quantize import SETUP_STEPS, VIEWS_PER_PHOTO, quantize_model
+    from bgremover.network.store import DownloadCancelled
 
     photos = calibration_files()
     family = FAMILIES["u2net"]

@@ -13,8 +13,10 @@ from bgremover.errors import BgRemoverError, ErrorKind, ImageReadError, ModelErr
 from bgremover.files.imaging import HEIF_EXTENSIONS, read_image
 from bgremover.gui.wording import APP_ADVICE, app_advice, app_message
 from bgremover.network.families import Signature, guess_family
-from bgremover.network.models import DEFAULT_MODEL, REGISTRY, ModelStore, Source, local_spec
+from bgremover.network.models import DEFAULT_MODEL, REGISTRY, local_spec
 from bgremover.network.session import create_session
+from bgremover.network.sources import Source
+from bgremover.network.store import ModelStore
 
 #: Words a desktop user should never have to read in the app's messages.
 CLI_WORDS = ("--", "bgremover models", "`", "Pillow", "pip install pillow-heif")

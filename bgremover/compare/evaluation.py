@@ -24,7 +24,7 @@ from ..export.output import write_image
 from ..files.imaging import from_array, read_image
 from ..mask.metrics import iou
 from ..network.measured import MIN_IOU, Measurement, fastest, save
-from ..network.models import PRECISIONS, ModelStore
+from ..network.models import PRECISIONS
 from ..network.session import (
     CPU,
     SessionPool,
@@ -32,6 +32,7 @@ from ..network.session import (
     provider_choices,
     runtime_conflict,
 )
+from ..network.store import ModelStore
 from .comparison import MATERIAL_IOU, compare, is_precision_pair, model_seconds, parse_side
 from .report import comparison_sheet
 

@@ -1,7 +1,7 @@
 """The click model for touch-up: obtained through the model store, loaded once, bound to
 a photo by its embedding.
 
-:class:`ClickModel` obtains a :class:`~bgremover.network.models.PromptModelSpec`'s two
+:class:`ClickModel` obtains a :class:`~bgremover.network.prompt_models.PromptModelSpec`'s two
 files through the store (verified, atomic, cancellable through ``progress``) and loads
 its sessions; :meth:`ClickModel.encode` makes a photo's embedding (the slow step, once
 per photo) and :meth:`ClickModel.prompter` binds the decoder to it as the
@@ -17,14 +17,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..network.models import (
-    DEFAULT_PROMPT_MODEL,
-    ModelStore,
-    ProgressCallback,
-    resolve_prompt_spec,
-)
+from ..network.chunked import ProgressCallback
 from ..network.prompt import Embedding, PromptModel
+from ..network.prompt_models import DEFAULT_PROMPT_MODEL, resolve_prompt_spec
 from ..network.session import resolve_providers
+from ..network.store import ModelStore
 from ..touchup.learned import Prompter
 
 __all__ = ["ClickModel", "shared_click_model"]

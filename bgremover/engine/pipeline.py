@@ -36,14 +36,7 @@ from ..mask.refine import refine_alpha
 from ..network.families import Family, Signature, guess_family
 from ..network.guard import GuardCheck, check
 from ..network.measured import providers_for
-from ..network.models import (
-    DEFAULT_MODEL,
-    PRECISIONS,
-    ModelSpec,
-    ModelStore,
-    file_identity,
-    resolve_spec,
-)
+from ..network.models import DEFAULT_MODEL, PRECISIONS, ModelSpec, resolve_spec
 from ..network.session import (
     CPU,
     SessionInfo,
@@ -51,6 +44,7 @@ from ..network.session import (
     create_session,
     resolve_providers,
 )
+from ..network.store import ModelStore, file_identity
 from ..network.transforms import mask_from_score, preprocess, score_map
 from ..touchup.edit import Edits, Prompter, Segmenter, apply_edits
 from .clicking import shared_click_model

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from ..compare.report import DEFAULT_HEAT_SCALE, HEAT_SCALES, heatmap
 from ..compare.spots import Spot, difference_spots
-from ..network.models import ModelStore
+from ..network.store import ModelStore
 from .compare_panes import (
     LEGEND_TITLES,
     ComparePane,

@@ -45,7 +45,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from ..errors import BgRemoverError
-from ..network.models import DownloadCancelled
+from ..network.store import DownloadCancelled
 from .wording import app_message
 
 

@@ -20,7 +20,8 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.pipeline import made_int8
-from ..network.models import PRECISIONS, REGISTRY, ModelSpec, ModelStore, size_text
+from ..network.models import PRECISIONS, REGISTRY, ModelSpec, size_text
+from ..network.store import ModelStore
 
 #: A side of a comparison as the user chose it: a model (None: the model of the
 #: settings) and a precision.

@@ -19,8 +19,9 @@ from PySide6.QtWidgets import (
 )
 
 from ..network.measured import fastest, measured_rows
-from ..network.models import PRECISIONS, REGISTRY, ModelStore
+from ..network.models import PRECISIONS, REGISTRY
 from ..network.session import provider_choices
+from ..network.store import ModelStore
 from .export_panel import ExportPanel, select_data
 from .model_choice import (
     ModelBox,

@@ -18,7 +18,7 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QFileOpenEve
 from PySide6.QtWidgets import QApplication, QMainWindow, QSplitter, QTabWidget
 
 from .. import __version__
-from ..network.models import ModelStore
+from ..network.store import ModelStore
 from .batch_controller import BatchController
 from .compare import ComparisonView
 from .compare_controller import CompareController

@@ -29,8 +29,8 @@ from ..export.options import Length
 from ..export.output import FORMATS, SourceRecord, encoded_preview, write_output
 from ..files.imaging import LoadedImage
 from ..network.guard import summary as guard_summary
-from ..network.models import DownloadCancelled, ModelStore
 from ..network.session import SessionInfo, SessionPool
+from ..network.store import DownloadCancelled, ModelStore
 from ..touchup.edit import Editor, Edits, Move, Operation
 from .imageconv import thumbnail, to_display, to_qimage
 from .jobs import JobContext

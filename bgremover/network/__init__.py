@@ -1,6 +1,6 @@
-"""The ONNX models: the registry and store (models, families, chunked), the tensor
-transforms, ONNX Runtime sessions (session) and int8 (quantize, guard, graph_tools,
-u2net_graph).
+"""The ONNX models: the registries, sources and store (models, prompt_models, sources, store,
+families, chunked), the tensor transforms, ONNX Runtime sessions (session) and int8
+(quantize, guard, graph_tools, u2net_graph).
 """
 
 __all__ = [

@@ -1,7 +1,7 @@
 """A click (prompt) model: the photo encoded once, then a mask per set of clicks.
 
 :class:`PromptModel` holds the two ONNX Runtime sessions of a
-:class:`~bgremover.network.models.PromptModelSpec`. :meth:`PromptModel.encode` runs the
+:class:`~bgremover.network.prompt_models.PromptModelSpec`. :meth:`PromptModel.encode` runs the
 encoder on a photo (its long side scaled to the model's input side, padded) and returns
 an :class:`Embedding`; :meth:`PromptModel.decode` runs the decoder on an embedding and
 points (photo pixel coordinates, label 1 include / 0 exclude) or a box, and returns the
@@ -26,7 +26,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from .models import PromptModelSpec
+from .prompt_models import PromptModelSpec
 from .session import create_session
 
 __all__ = ["Embedding", "PromptModel", "working_size"]

@@ -27,14 +27,15 @@ from ..errors import ModelError
 from ..files.imaging import read_image, walk_images
 from .families import DEFAULT_FAMILY, Family
 from .measured import cpu_info
-from .models import ModelSpec, ModelStore, file_identity
+from .models import ModelSpec
+from .store import ModelStore, file_identity
 from .transforms import preprocess
 
 log = logging.getLogger(__name__)
 
 #: Called with (steps done, total steps): (0, total) at once, then one step per
 #: calibration view calibrated, and one for each slow part before and after them.
-#: It may raise (e.g. :class:`~bgremover.network.models.DownloadCancelled`) to stop the build.
+#: It may raise (e.g. :class:`~bgremover.network.store.DownloadCancelled`) to stop the build.
 QuantizeProgress = Callable[[int, int], None]
 
 #: The views :func:`calibration_samples` makes of each photo.
@@ -244,7 +245,7 @@ def _folder_key(folder: Path) -> str:
 
 def cached_int8(store: ModelStore, spec: ModelSpec) -> list[dict[str, Any]]:
     """Records of the int8 models of ``spec`` already in the cache."""
-    from .models import BUNDLED_DIR
+    from .store import BUNDLED_DIR
 
     records = []
     pattern = f"{spec.name}.int8-*.onnx"
@@ -280,7 +281,7 @@ def ensure_int8(
     target = int8_path(store, spec, fp32, recipe, calibration, family)
     if target.is_file():
         return target
-    from .models import BUNDLED_DIR
+    from .store import BUNDLED_DIR
 
     if (BUNDLED_DIR / target.name).is_file():  # made at build time, same key
         return BUNDLED_DIR / target.name

@@ -87,7 +87,8 @@ def print_rows(title: str, rows: dict[str, dict[str, float]]) -> dict[str, float
 
 def rembg_session(model: str):  # -> rembg BaseSession
     """rembg's session for ``model``'s weights file (the one in our cache)."""
-    from bgremover.network.models import REGISTRY, ModelStore
+    from bgremover.network.models import REGISTRY
+    from bgremover.network.store import ModelStore
 
     path = ModelStore().ensure(model)
     os.environ["U2NET_HOME"] = str(path.parent)

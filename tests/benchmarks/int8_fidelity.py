@@ -26,8 +26,9 @@ from PIL import Image
 from bgremover import Remover
 from bgremover.compare.evaluation import infer_times
 from bgremover.mask.metrics import band_mae, iou, sad, trimap_band
-from bgremover.network.models import REGISTRY, ModelStore
+from bgremover.network.models import REGISTRY
 from bgremover.network.quantize import calibration_files, int8_path, quantize_model
+from bgremover.network.store import ModelStore
 
 
 def grey(path: Path) -> np.ndarray:

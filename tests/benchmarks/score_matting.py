@@ -63,7 +63,7 @@ def rembg_masks(data: Path, out: Path, model: str, matting: bool = False) -> flo
     import os
     import time
 
-    from bgremover.network.models import ModelStore
+    from bgremover.network.store import ModelStore
 
     os.environ["U2NET_HOME"] = str(ModelStore().ensure(model).parent)
     from rembg import new_session, remove

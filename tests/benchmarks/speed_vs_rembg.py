@@ -28,7 +28,7 @@ from pathlib import Path
 import budget
 
 from bgremover.files.imaging import walk_images
-from bgremover.network.models import ModelStore
+from bgremover.network.store import ModelStore
 
 REMBG_LOOP = """
 import sys
