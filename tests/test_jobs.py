@@ -52,7 +52,30 @@ def test_results_failures_and_bugs_each_end_once(qtbot, runner) -> None:
     assert end_failed.state is JobState.FAILED and end_failed.message == "x.jpg: not an image"
     assert isinstance(end_failed.error, ImageReadError) and end_failed.details == ""
     assert end_bug.state is JobState.FAILED and "ZeroDivisionError" in end_bug.details
+    # Only a done job has a result: asking a failed one's end for it is the caller's
+    # mistake, said as such, not a None that a typed reader would take for a result.
+    with pytest.raises(RuntimeError, match=r"ended failed: it has no result"):
+        _ = end_failed.result
     assert not runner.busy()
+
+
+def test_a_generators_job_ends_with_what_it_returns(qtbot, runner) -> None:
+    """Work that yields progress and returns a value: the job's result is that value (a
+    Job of the returned type, as superqt's GeneratorWorker returns its generator's)."""
+
+    def steps(ctx):
+        yield 1
+        yield 2
+        return "finished"
+
+    progress: list[object] = []
+    ended: list[JobEnd[str]] = []
+    with qtbot.waitSignal(runner.ended, timeout=WAIT_MS):
+        job = runner.submit(
+            "gen", steps, on_end=ended.append, on_progress=lambda i, p: progress.append(p)
+        )
+    assert progress == [1, 2] and [e.result for e in ended] == ["finished"]
+    assert job.end is ended[0] and job.end.ok
 
 
 def test_generator_work_reports_progress_and_stops_between_yields(qtbot, runner) -> None:

@@ -66,7 +66,7 @@ class BatchController(QObject):
         self._batch_dialog.raise_()
         return self._batch_dialog
 
-    def start_batch(self, src: Path, dst: Path, overwrite: bool) -> Job | None:
+    def start_batch(self, src: Path, dst: Path, overwrite: bool) -> Job[BatchProgress] | None:
         """The dialog's Start: ``src`` into ``dst`` with the current settings, and the
         edits of the queue's photos, as one engine job; None when refused."""
         dialog = self._batch_dialog
@@ -95,7 +95,7 @@ class BatchController(QObject):
             else:
                 self.host.jobs.report_progress(job_id, payload)
 
-        def ended(end: JobEnd) -> None:
+        def ended(end: JobEnd[BatchProgress]) -> None:
             self._batch_job = None
             dialog.on_end(end)
             if end.details:

@@ -38,7 +38,7 @@ class ClickPrep(QObject):
         self.host = host
         #: The image whose embedding is being made, and the job making it.
         self._for: QueueEntry | None = None
-        self._job: Job | None = None
+        self._job: Job[ClickReady] | None = None
         #: Why the click model cannot be had ("" while it can): said once.
         self.unavailable = ""
 
@@ -88,13 +88,13 @@ class ClickPrep(QObject):
         if not bar.currentMessage() or "click model" in bar.currentMessage():
             bar.showMessage(text, ms)
 
-    def _on_end(self, end: JobEnd) -> None:
+    def _on_end(self, end: JobEnd[ClickReady]) -> None:
         if self._job is None or end.job_id != self._job.id:
             return
         entry, self._job, self._for = self._for, None, None
         bar = self.host.statusBar()
         if end.state is JobState.DONE and entry is not None:
-            ready: ClickReady = end.result
+            ready = end.result
             entry.editing.clicks = ready
             self._say(
                 f"Add / Remove clicks select the object under them (click model {ready.model}).",

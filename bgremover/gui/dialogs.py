@@ -387,7 +387,7 @@ class BatchDialog(QDialog):
             if p.kind == "failed":
                 self._add_failure(p.source, p.reason)
 
-    def on_end(self, end: JobEnd) -> None:
+    def on_end(self, end: JobEnd[BatchProgress]) -> None:
         """The batch's job ended, whichever way: the dialog is ready for the next one."""
         self.set_running(False)
         p = self._last

@@ -334,7 +334,7 @@ class EditController(QObject):
         if path:
             self.load_mask_from(Path(path))
 
-    def load_mask_from(self, path: Path) -> Job | None:
+    def load_mask_from(self, path: Path) -> Job[Operation] | None:
         """Replace the current image's mask with ``path``'s (a mask, or a cutout's alpha),
         read and resized on the output thread, then applied as an edit."""
         entry = self.host.current_entry()
@@ -362,7 +362,7 @@ class EditController(QObject):
                     f"{path.name} could not be read as a mask: {exc}.", fix=advice
                 ) from exc
 
-        def ended(end: JobEnd) -> None:
+        def ended(end: JobEnd[Operation]) -> None:
             if end.ok:
                 if self.host.jobs.edit(entry, Apply(end.result)):
                     self.host.statusBar().showMessage(f"Mask loaded from {path.name}.", 5000)

@@ -15,7 +15,9 @@ or be a generator: each ``yield`` is reported as progress, and the cancel token
 is checked between yields (the pattern of superqt's ``GeneratorWorker``), so a
 cancelled job stops at its next yield; a value returned from the generator is
 the job's result. Work that waits on something slow (a download) checks
-``ctx.token`` itself.
+``ctx.token`` itself. Jobs are generic in their result, as superqt's workers are:
+work returning ``R`` (or a generator returning ``R``) makes a ``Job[R]``, whose end
+callback gets a ``JobEnd[R]``, so what a job returns reaches its reader typed.
 
 Cancelling reaches only the job it names. A job still waiting in the queue is
 withdrawn at once (it ends "cancelled" without running); a running one has its
@@ -38,15 +40,18 @@ import itertools
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar, cast, overload
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from ..errors import BgRemoverError
 from ..network.store import DownloadCancelled
 from .wording import app_message
+
+#: What a job's work returns: the result a done job's end carries.
+R = TypeVar("R")
 
 
 class JobCancelled(BgRemoverError):
@@ -93,12 +98,13 @@ class JobContext:
 
 
 @dataclass(eq=False)
-class Job:
-    """One piece of work and what is known about it."""
+class Job(Generic[R]):
+    """One piece of work and what is known about it; ``R`` is what its work returns."""
 
     id: int
     kind: str
-    work: Callable[[JobContext], Any] = field(repr=False)
+    #: Returns the result, or a generator whose yields are progress and which returns it.
+    work: Callable[[JobContext], object] = field(repr=False)
     #: What the job is for (an image's id, a folder, a model): the submitter's key for
     #: finding and withdrawing it, any hashable value; never looked at by the runner, so
     #: it is typed Any: each submitter reads back the tags it made.
@@ -106,22 +112,23 @@ class Job:
     token: CancelToken = field(default_factory=CancelToken, repr=False)
     state: JobState = JobState.PENDING
     #: Jobs of the same runner, submitted earlier, that must succeed before this one runs.
-    after: tuple[Job, ...] = field(default=(), repr=False)
+    after: tuple[Job[Any], ...] = field(default=(), repr=False)
     #: How it ended, once it has.
-    end: JobEnd | None = field(default=None, repr=False)
-    on_end: Callable[[JobEnd], None] | None = field(default=None, repr=False)
+    end: JobEnd[R] | None = field(default=None, repr=False)
+    on_end: Callable[[JobEnd[R]], None] | None = field(default=None, repr=False)
     on_progress: Callable[[int, Any], None] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
-class JobEnd:
-    """How a job ended; emitted exactly once per job."""
+class JobEnd(Generic[R]):
+    """How a job ended; emitted exactly once per job. A done job's has its :attr:`result`."""
 
     job_id: int
     kind: str
     tag: Any
     state: JobState
-    result: Any = None
+    #: What the work returned (see :attr:`result`); None for a job that is not done.
+    _result: R | None = field(default=None, repr=False)
     #: For a failure: the message meant for the user (in the app's words), the
     #: exception, and a traceback when it was not one of bgremover's expected errors
     #: (a bug).
@@ -129,14 +136,25 @@ class JobEnd:
     error: BaseException | None = None
     details: str = ""
     #: For a job that never ran because the job it waited for did not succeed: that end.
-    blocked_by: JobEnd | None = None
+    blocked_by: JobEnd[Any] | None = None
 
     @property
     def ok(self) -> bool:
         return self.state is JobState.DONE
 
     @property
-    def cause(self) -> JobEnd:
+    def result(self) -> R:
+        """What the work returned. Only a done job has a result: asking a failed or
+        cancelled job's end for one is a mistake of the caller, and raises."""
+        if self.state is not JobState.DONE:
+            raise RuntimeError(
+                f"job {self.job_id} ({self.kind}) ended {self.state.value}: it has no result"
+            )
+        # The work of a Job[R] returned it (submit's overloads say so).
+        return cast(R, self._result)
+
+    @property
+    def cause(self) -> JobEnd[Any]:
         """The end that decided this one: the blocking job's, or this one's own."""
         return self.blocked_by.cause if self.blocked_by is not None else self
 
@@ -165,12 +183,12 @@ class JobRunner(QObject):
         super().__init__(parent)
         self.name = name
         self._lock = threading.Condition()
-        self._pending: list[Job] = []
-        self._running: Job | None = None
+        self._pending: list[Job[Any]] = []
+        self._running: Job[Any] | None = None
         self._stopping = False
-        self._jobs: dict[int, Job] = {}  # every job that has not ended
+        self._jobs: dict[int, Job[Any]] = {}  # every job that has not ended
         #: Jobs whose end (or progress) callbacks are still to be called; GUI thread only.
-        self._callbacks: dict[int, Job] = {}
+        self._callbacks: dict[int, Job[Any]] = {}
         #: What happened, in order, for the GUI thread: ("started" | "progress" | "ended",
         #: arguments). deque's append and popleft are safe across threads.
         self._mail: deque[tuple[str, tuple[Any, ...]]] = deque()
@@ -180,16 +198,40 @@ class JobRunner(QObject):
         self._thread.start()
 
     # -- the GUI's side --------------------------------------------------------
+    # Work that is a generator returns its result at its end: its job is a Job of that,
+    # as superqt's create_worker makes a GeneratorWorker of a generator function.
+    @overload
     def submit(
         self,
         kind: str,
-        work: Callable[[JobContext], Any],
+        work: Callable[[JobContext], Generator[Any, None, R]],
         *,
         tag: Any = None,
-        on_end: Callable[[JobEnd], None] | None = None,
+        on_end: Callable[[JobEnd[R]], None] | None = None,
         on_progress: Callable[[int, Any], None] | None = None,
-        after: Job | Iterable[Job | None] | None = None,
-    ) -> Job:
+        after: Job[Any] | Iterable[Job[Any] | None] | None = None,
+    ) -> Job[R]: ...
+    @overload
+    def submit(
+        self,
+        kind: str,
+        work: Callable[[JobContext], R],
+        *,
+        tag: Any = None,
+        on_end: Callable[[JobEnd[R]], None] | None = None,
+        on_progress: Callable[[int, Any], None] | None = None,
+        after: Job[Any] | Iterable[Job[Any] | None] | None = None,
+    ) -> Job[R]: ...
+    def submit(
+        self,
+        kind: str,
+        work: Callable[[JobContext], object],
+        *,
+        tag: Any = None,
+        on_end: Callable[[JobEnd[Any]], None] | None = None,
+        on_progress: Callable[[int, Any], None] | None = None,
+        after: Job[Any] | Iterable[Job[Any] | None] | None = None,
+    ) -> Job[Any]:
         """Queue ``work``; ``on_end(end)`` and ``on_progress(job_id, payload)`` are called
         on the GUI thread.
 
@@ -198,7 +240,7 @@ class JobRunner(QObject):
         they (submitted earlier here) succeed.
         """
         needs = (after,) if isinstance(after, Job) else tuple(after or ())
-        job = Job(
+        job: Job[Any] = Job(
             next(self._ids),
             kind,
             work,
@@ -227,12 +269,12 @@ class JobRunner(QObject):
             if job.state is not JobState.PENDING:
                 return True  # running: it ends at its next check, with its own end
             self._pending.remove(job)
-            end = JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED)
+            end: JobEnd[Any] = JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED)
             self._finish(job, end)
         self._post("ended", end)
         return True
 
-    def cancel_where(self, predicate: Callable[[Job], bool]) -> list[int]:
+    def cancel_where(self, predicate: Callable[[Job[Any]], bool]) -> list[int]:
         """Cancel every job (waiting or running) for which ``predicate`` holds; their ids."""
         with self._lock:
             chosen = [j.id for j in self._jobs.values() if predicate(j)]
@@ -241,19 +283,19 @@ class JobRunner(QObject):
     def cancel_all(self) -> list[int]:
         return self.cancel_where(lambda job: True)
 
-    def jobs(self) -> list[Job]:
+    def jobs(self) -> list[Job[Any]]:
         """The jobs that have not ended, the running one first, then in queue order."""
         with self._lock:
             return ([self._running] if self._running else []) + list(self._pending)
 
-    def waiting_for(self, job: Job) -> list[Job]:
+    def waiting_for(self, job: Job[Any]) -> list[Job[Any]]:
         """The jobs still to run here that wait for ``job`` and are not being cancelled."""
         with self._lock:
             return [
                 j for j in self._pending if not j.token.cancelled and any(a is job for a in j.after)
             ]
 
-    def job(self, job_id: int) -> Job | None:
+    def job(self, job_id: int) -> Job[Any] | None:
         with self._lock:
             return self._jobs.get(job_id)
 
@@ -276,12 +318,12 @@ class JobRunner(QObject):
         self._thread.wait()
 
     # -- the runner's thread -----------------------------------------------------
-    def _finish(self, job: Job, end: JobEnd) -> None:
+    def _finish(self, job: Job[Any], end: JobEnd[Any]) -> None:
         """Record how ``job`` ended and forget it (called with the lock held)."""
         job.state, job.end = end.state, end
         self._jobs.pop(job.id, None)
 
-    def _next(self) -> Job | None:
+    def _next(self) -> Job[Any] | None:
         with self._lock:
             while not self._pending and not self._stopping:
                 self._lock.wait()
@@ -296,7 +338,9 @@ class JobRunner(QObject):
         while (job := self._next()) is not None:
             blocker = next((a.end for a in job.after if a.end is not None and not a.end.ok), None)
             if blocker is not None:
-                end = JobEnd(job.id, job.kind, job.tag, JobState.CANCELLED, blocked_by=blocker)
+                end: JobEnd[Any] = JobEnd(
+                    job.id, job.kind, job.tag, JobState.CANCELLED, blocked_by=blocker
+                )
             else:
                 self._post("started", job)
                 end = self._run(job)
@@ -310,7 +354,7 @@ class JobRunner(QObject):
         self._mail.append((kind, args))
         self._posted.emit()
 
-    def _run(self, job: Job) -> JobEnd:
+    def _run(self, job: Job[Any]) -> JobEnd[Any]:
         def report(payload: Any) -> None:
             self._post("progress", job.id, payload)
 
@@ -338,7 +382,7 @@ class JobRunner(QObject):
             )
 
     @staticmethod
-    def _drive(steps: Iterator[Any], job: Job, report: Callable[[Any], None]) -> Any:
+    def _drive(steps: Iterator[Any], job: Job[Any], report: Callable[[Any], None]) -> Any:
         """Run a generator's work: each value is progress; cancel is checked between them."""
         try:
             while True:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import QFileDialog
 from ..engine.pipeline import EngineConfig
 from ..errors import AmbiguousFamilyError, ModelError
 from ..network.models import DEFAULT_MODEL, REGISTRY
+from ..network.session import SessionInfo
 from .compare import ComparisonView
 from .dialogs import ask_family, show_error
 from .host import Host
@@ -60,7 +62,7 @@ class ModelController(QObject):
         if path:
             self.use_model_file(Path(path))
 
-    def use_model_file(self, path: Path, family: str = "") -> Job:
+    def use_model_file(self, path: Path, family: str = "") -> Job[SessionInfo]:
         """Try ``path`` as a model on the engine thread; it becomes the setting only if it
         loads. A file whose signature fits several families makes the app ask which one
         it is (``family``), then try again."""
@@ -68,7 +70,7 @@ class ModelController(QObject):
             self.host.settings.engine(), model=str(path), precision="fp32", family=family
         )
 
-        def ended(end: JobEnd) -> None:
+        def ended(end: JobEnd[SessionInfo]) -> None:
             if end.ok:
                 self.panel.show_model(str(path))
                 self.host.apply_settings(model=str(path), family=family)
@@ -93,7 +95,7 @@ class ModelController(QObject):
             on_progress=self.host.jobs.report_progress,
         )
 
-    def report_failure(self, end: JobEnd) -> None:
+    def report_failure(self, end: JobEnd[Any]) -> None:
         """What the user must hear of beyond the queue (a bad image only shows there).
 
         A model that cannot be obtained or loaded: once, however many images waited for

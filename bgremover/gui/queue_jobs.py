@@ -26,12 +26,13 @@ from PySide6.QtCore import QObject, Signal
 
 from ..engine.pipeline import EngineConfig
 from ..errors import ModelError
+from ..network.session import SessionInfo
 from ..touchup.edit import Command, Move
 from .entry import QueueEntry, Status
 from .jobs import Job, JobEnd, JobRunner, JobState
 from .model_choice import DEFAULT_SIDES, Side
 from .queue import QueueModel
-from .results import Preparing, Processed
+from .results import Compared, Edited, Preparing, Processed
 from .settings import Settings
 from .wording import app_words
 from .worker import Worker, apply_edit, needs_model, restage
@@ -101,7 +102,7 @@ class QueueJobs(QObject):
         self._settings = settings
         #: Per model (and precision, providers, threads): the job that obtains and loads
         #: it, which the work that needs the model waits for (see :meth:`prepare`).
-        self._prepare_jobs: dict[EngineConfig, Job] = {}
+        self._prepare_jobs: dict[EngineConfig, Job[SessionInfo]] = {}
         #: Per running edit job: the result it was applied to.
         self._edit_on: dict[int, Processed] = {}
         #: Preparation jobs cancelled because nothing waited for them: a later request for
@@ -110,7 +111,7 @@ class QueueJobs(QObject):
         engine.started.connect(self._on_started)
 
     # -- submitting ----------------------------------------------------------------
-    def process(self, entry: QueueEntry) -> Job:
+    def process(self, entry: QueueEntry) -> Job[Processed]:
         """(Re)make ``entry``'s result with the current settings; its queued job is replaced."""
         if entry.cutout.job is not None:
             self.engine.cancel(entry.cutout.job)
@@ -136,7 +137,7 @@ class QueueJobs(QObject):
         self.changed.emit(entry)
         return job
 
-    def compare(self, entry: QueueEntry, sides: tuple[Side, Side] = DEFAULT_SIDES) -> Job:
+    def compare(self, entry: QueueEntry, sides: tuple[Side, Side] = DEFAULT_SIDES) -> Job[Compared]:
         """Compare side A and side B (default: fp32 and int8 of the model) for ``entry``.
 
         It waits for the models' preparation jobs (a download runs once, with its size
@@ -170,7 +171,7 @@ class QueueJobs(QObject):
         if job_id is not None:
             self.engine.cancel(job_id)
 
-    def update(self, entry: QueueEntry) -> Job | None:
+    def update(self, entry: QueueEntry) -> Job[Processed] | None:
         """Bring ``entry``'s result up to the current settings, running again only the
         stages they affect; the job doing it (None when the result is up to date).
 
@@ -226,7 +227,7 @@ class QueueJobs(QObject):
         entry.cutout.restage_started(job.id)
         return job
 
-    def _restage_job(self, entry: QueueEntry) -> Job | None:
+    def _restage_job(self, entry: QueueEntry) -> Job[Processed] | None:
         job_id = entry.cutout.restage_job
         if job_id is None:
             return None
@@ -299,7 +300,7 @@ class QueueJobs(QObject):
         self._edit_on[job.id] = p
         return job.id
 
-    def prepare(self, config: EngineConfig) -> Job | None:
+    def prepare(self, config: EngineConfig) -> Job[SessionInfo] | None:
         """The job that obtains and loads ``config``'s model, for work to wait on.
 
         None when it is known to be ready. One such job per model at a time: every image
@@ -342,7 +343,7 @@ class QueueJobs(QObject):
         goes on. Called once the new work is submitted, so that it keeps what it shares
         with the old.
         """
-        released: list[Job] = []
+        released: list[Job[SessionInfo]] = []
         changed = True
         while changed:  # an int8 build released leaves its fp32 download unneeded too
             changed = False
@@ -451,7 +452,7 @@ class QueueJobs(QObject):
         if isinstance(payload, Preparing):
             self.preparing.emit(job_id, payload)
 
-    def _on_started(self, job: Job) -> None:
+    def _on_started(self, job: Job[Any]) -> None:
         if job.kind != "process":
             return
         entry = self.queue.get(job.tag[1])
@@ -460,7 +461,7 @@ class QueueJobs(QObject):
             self.queue.changed(entry)
             self.changed.emit(entry)
 
-    def _on_prepare_end(self, end: JobEnd) -> None:
+    def _on_prepare_end(self, end: JobEnd[SessionInfo]) -> None:
         released = end.job_id in self._released
         self._released.discard(end.job_id)
         if end.ok:
@@ -473,7 +474,9 @@ class QueueJobs(QObject):
             if not released:  # a failure of work nobody waits for is nobody's news
                 self.failed.emit(end)
 
-    def _entry_for(self, end: JobEnd, ended: Callable[[QueueEntry], bool]) -> QueueEntry | None:
+    def _entry_for(
+        self, end: JobEnd[Any], ended: Callable[[QueueEntry], bool]
+    ) -> QueueEntry | None:
         """The entry a job's end is for, if that job is still the one it waits on
         (``ended`` asks the record holding the job, which then forgets it)."""
         entry = self.queue.get(end.tag[1])
@@ -481,7 +484,7 @@ class QueueJobs(QObject):
             return None  # removed from the queue, or superseded by newer work
         return entry
 
-    def _tell_user(self, end: JobEnd) -> None:
+    def _tell_user(self, end: JobEnd[Any]) -> None:
         """A job's own failure beyond the queue's row: its model's (once), or a bug's. A bad
         image stays in the queue; a job blocked by its model's failure was reported there."""
         if end.blocked_by is None and (end.details or isinstance(end.error, ModelError)):
@@ -493,7 +496,7 @@ class QueueJobs(QObject):
         self.changed.emit(entry)
         self.check_settled()
 
-    def _on_process_end(self, end: JobEnd) -> None:
+    def _on_process_end(self, end: JobEnd[Processed]) -> None:
         entry = self._entry_for(end, lambda e: e.cutout.end_job(end.job_id))
         if entry is None:
             return
@@ -518,7 +521,7 @@ class QueueJobs(QObject):
             entry.editing.withdraw()
         self._ended(entry)
 
-    def _on_restage_end(self, end: JobEnd) -> None:
+    def _on_restage_end(self, end: JobEnd[Processed]) -> None:
         entry = self._entry_for(end, lambda e: e.cutout.end_restage(end.job_id))
         if entry is None:
             return
@@ -531,7 +534,7 @@ class QueueJobs(QObject):
         self._pump(entry)
         self._ended(entry)
 
-    def _on_edit_end(self, end: JobEnd) -> None:
+    def _on_edit_end(self, end: JobEnd[Edited]) -> None:
         applied_to = self._edit_on.pop(end.job_id, None)
         entry = self._entry_for(end, lambda e: e.editing.end_job(end.job_id))
         if entry is None:
@@ -556,7 +559,7 @@ class QueueJobs(QObject):
         self.edited.emit(entry, box, move)
         self.check_settled()
 
-    def _on_compare_end(self, end: JobEnd) -> None:
+    def _on_compare_end(self, end: JobEnd[Compared]) -> None:
         entry = self._entry_for(end, lambda e: e.comparison.end_job(end.job_id))
         if entry is None:
             return
@@ -574,7 +577,7 @@ class QueueJobs(QObject):
         self.check_settled()
 
 
-def _stopped_reason(cause: JobEnd, end: JobEnd) -> str:
+def _stopped_reason(cause: JobEnd[Any], end: JobEnd[Any]) -> str:
     """Why an image did not run: the model preparation it waited for was cancelled."""
     if cause is end:
         return "Stopped before it ran."

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QImage
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from ..engine.pipeline import Result
@@ -25,6 +25,7 @@ from .dialogs import show_error
 from .entry import QueueEntry, Status
 from .host import Host
 from .jobs import Job, JobEnd, JobState
+from .results import Processed, Saved
 from .settings import Settings
 from .wording import app_words
 from .worker import composed_image, save
@@ -146,7 +147,9 @@ class SaveController(QObject):
             return path.with_name(path.name + FORMATS[self.host.settings.output_format].extension)
         return path
 
-    def save_result(self, entry: QueueEntry, path: Path, mask_only: bool = False) -> Job | None:
+    def save_result(
+        self, entry: QueueEntry, path: Path, mask_only: bool = False
+    ) -> Job[Saved] | None:
         """Write what the Result view shows for ``entry`` (or its mask) atomically, on the
         output thread; None if refused.
 
@@ -186,7 +189,7 @@ class SaveController(QObject):
         edits = entry.edits or None  # applied: the edits the result saved has
         config = self.host.settings.engine()  # what the result is brought up to: its record says so
 
-        def ended(end: JobEnd) -> None:
+        def ended(end: JobEnd[Saved]) -> None:
             if end.ok:
                 saved = entry.processed  # brought up to date before the save ran
                 made_with = (saved.config, saved.options, edits) if saved else None
@@ -216,7 +219,7 @@ class SaveController(QObject):
 
     def _up_to_date(
         self, entry: QueueEntry | None, verb: str
-    ) -> tuple[Job | None, Callable[[], Result]] | None:
+    ) -> tuple[Job[Processed] | None, Callable[[], Result]] | None:
         """For writing ``entry``'s output: the job bringing its result up to the settings
         (None when it is) and a function giving that result on the output thread once it
         ran; None, with the reason in the status bar, when there is nothing to write yet."""
@@ -237,7 +240,7 @@ class SaveController(QObject):
 
         return pending, current
 
-    def copy_cutout(self) -> Job | None:
+    def copy_cutout(self) -> Job[QImage] | None:
         """Copy what the Result view shows (the output for the current settings)."""
         entry = self.host.current_entry()
         if entry is not None and self.host.jobs.edits_busy(entry):
@@ -249,7 +252,7 @@ class SaveController(QObject):
         pending, current = ready
         options = self.host.settings.compose()
 
-        def ended(end: JobEnd) -> None:
+        def ended(end: JobEnd[QImage]) -> None:
             if end.ok:
                 QGuiApplication.clipboard().setImage(end.result)
                 what = "Mask" if options.mask_only else "Cutout"

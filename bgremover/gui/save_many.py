@@ -225,7 +225,7 @@ class SaveMany(QObject):
     def _status(self, text: str, ms: int = 8000) -> None:
         self.host.statusBar().showMessage(text, ms)
 
-    def choose_folder_and_save(self, entries: Sequence[QueueEntry]) -> Job | None:
+    def choose_folder_and_save(self, entries: Sequence[QueueEntry]) -> Job[str] | None:
         """Ask for a folder once, then save ``entries`` there (see :meth:`save_to`)."""
         if not entries:
             self._status("Nothing to save: select images in the queue first.", 6000)
@@ -238,7 +238,7 @@ class SaveMany(QObject):
         )
         return self.save_to(entries, Path(folder)) if folder else None
 
-    def save_to(self, entries: Sequence[QueueEntry], folder: Path) -> Job | None:
+    def save_to(self, entries: Sequence[QueueEntry], folder: Path) -> Job[str] | None:
         """Save ``entries``' outputs with the current settings into ``folder`` as one job
         on the engine thread; None, with the reason said, when nothing is started."""
         if self.running:
@@ -323,7 +323,7 @@ class SaveMany(QObject):
         self.bar.show_progress(payload.index, payload.total, request.folder)
         self.changed.emit()
 
-    def _on_end(self, end: JobEnd) -> None:
+    def _on_end(self, end: JobEnd[str]) -> None:
         tally, self._tally = self._tally, None
         self.job_id = None
         self.bar.hide()
@@ -349,7 +349,7 @@ class SaveMany(QObject):
                 self._status("Nothing was saved: preparing the model was cancelled.", 10000)
             return
         cancelled = end.state is JobState.CANCELLED
-        stopped = "" if cancelled else str(end.result or "")
+        stopped = "" if cancelled else end.result
         failed = tally.refused + tally.failed
         self._report(tally.saved, total, request.folder, failed, stopped, cancelled)
 
