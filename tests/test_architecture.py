@@ -124,7 +124,8 @@ def checkout(tmp_path):
 
 def lint(checkout: Path) -> subprocess.CompletedProcess:
     tool = _lint_imports()
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    # Wide, so that no contract's name is wrapped across lines.
+    env = {**os.environ, "PYTHONPATH": str(checkout), "COLUMNS": "1000"}
     return subprocess.run(
         [tool, "--no-cache"], cwd=checkout, env=env, capture_output=True, text=True
     )
@@ -135,12 +136,68 @@ def test_the_copy_passes_as_the_tree_does(checkout):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("where", ["newthing.py", "export/newthing.py", "engine/newthing.py"])
-def test_a_new_module_that_imports_qt_fails(checkout, where):
+def broken_contracts(output: str) -> dict[str, str]:
+    """The contracts lint-imports reports broken, by name: for each, the details saying why
+    (the import chains that break it, the modules it does not list)."""
+    if "\nBroken contracts\n" not in output:
+        return {}
+    details = output.split("\nBroken contracts\n", 1)[1].split("\n", 1)[1]
+    parts = re.split(r"^(.+)\n-+$\n", details, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def contract_names() -> dict[str, str]:
+    return {key: c["name"] for key, c in contracts().items()}
+
+
+@pytest.mark.parametrize(
+    ("where", "layers"),
+    [
+        ("newthing.py", "packages"),
+        ("export/newthing.py", "export"),
+        ("engine/newthing.py", "engine"),
+    ],
+)
+def test_a_new_module_that_imports_qt_fails(checkout, where, layers):
+    """A new module is refused until it has its place (its package's contract is
+    exhaustive); inside a package kept free of Qt, its Qt import breaks the Qt contract too,
+    the import named. A new top-level module is named by the packages contract alone: once
+    placed there, it is among the Qt contract's sources (the test above)."""
     (checkout / "bgremover" / where).write_text("import PySide6\n", encoding="utf-8")
     result = lint(checkout)
     assert result.returncode != 0
-    assert "newthing" in result.stdout
+    module = "bgremover." + where.removesuffix(".py").replace("/", ".")
+    names = contract_names()
+    broken = broken_contracts(result.stdout)
+    in_package = "/" in where
+    assert set(broken) == {names[layers]} | ({names["qt"]} if in_package else set()), result.stdout
+    unlisted = broken[names[layers]]
+    assert "The following modules are not listed as layers:" in unlisted
+    assert f"\n- {module}\n" in unlisted, unlisted
+    if in_package:
+        qt = broken[names["qt"]]
+        assert f"{module.rsplit('.', 1)[0]} is not allowed to import PySide6:" in qt, qt
+        assert f"-   {module} -> PySide6 (l.1)" in qt, qt
+
+
+def test_a_qt_import_in_a_placed_module_breaks_the_qt_contract_alone(checkout):
+    """A module that has its place and starts importing Qt breaks the Qt contract and no
+    other; the output names the import, to the line, and the chains by which the packages
+    above reach it."""
+    path = checkout / "bgremover" / "mask" / "metrics.py"
+    text = path.read_text(encoding="utf-8")
+    line = text.count("\n") + 1
+    path.write_text(text + "import PySide6\n", encoding="utf-8")
+    result = lint(checkout)
+    assert result.returncode != 0
+    names = contract_names()
+    broken = broken_contracts(result.stdout)
+    assert set(broken) == {names["qt"]}, result.stdout
+    qt = broken[names["qt"]]
+    assert "bgremover.mask is not allowed to import PySide6:" in qt, qt
+    assert f"-   bgremover.mask.metrics -> PySide6 (l.{line})" in qt, qt
+    indirect = r"-> bgremover\.mask\.metrics \([^)]*\)\n\s+bgremover\.mask\.metrics -> PySide6"
+    assert re.search(indirect, qt), qt
 
 
 #: A module longer than this says in its docstring why it is one module.

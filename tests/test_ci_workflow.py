@@ -283,7 +283,7 @@ def test_the_release_uses_trusted_publishing() -> None:
 
 
 def test_ci_runs_the_wheel_smoke_after_the_checks() -> None:
-    text = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    text = (ROOT / ".ci" / "checks").read_text(encoding="utf-8")
     assert text.index("mypy") < text.index("packaging/wheel_smoke.py")
     assert "BGREMOVER_REQUIRE_CI_TOOLS=1" in text
 
@@ -306,15 +306,21 @@ def test_ci_installs_the_system_libraries_by_the_readmes_line() -> None:
 
 
 def test_ci_prints_its_own_cost_whether_it_passes_or_fails(tmp_path: Path) -> None:
-    """Each step of .ci/run goes through .ci/cost.py; its report is one line with each
-    step's wall time, CPU time and peak memory, a failed step marked."""
+    """Each step of .ci/run, and of the checks it calls, goes through .ci/cost.py; its report
+    is one line with each step's wall time, CPU time and peak memory, a failed step marked."""
     import subprocess
     import sys
 
     text = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    checks = (ROOT / ".ci" / "checks").read_text(encoding="utf-8")
     assert "trap 'python3 .ci/cost.py report" in text  # on success and on failure
-    for step in ("install", "tests", "lint", "contracts", "types", "wheel-smoke", "openvino"):
-        assert re.search(rf"^(cost|check) {step} ", text, re.M), step
+    for step in ("install", "tests"):
+        assert re.search(rf"^cost {step} ", text, re.M), step
+    for step in ("lint", "contracts", "types", "wheel-smoke", "openvino"):
+        assert re.search(rf"^check {step} ", checks, re.M), step
+    # The checks record into .ci/run's file when it runs them, else print a line of their own.
+    assert 'if [ -z "${CI_COST_FILE:-}" ]; then' in checks
+    assert "cost() { python3 .ci/cost.py run" in checks
     env = {**os.environ, "CI_COST_FILE": str(tmp_path / "cost.jsonl")}
     cost = [sys.executable, str(ROOT / ".ci" / "cost.py")]
     grow = "b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096])"
@@ -329,3 +335,40 @@ def test_ci_prints_its_own_cost_whether_it_passes_or_fails(tmp_path: Path) -> No
     big = re.search(r"big (\d+:\d\d) wall, (\d+:\d\d) CPU, peak (\d+\.\d\d) GB", line)
     assert big and float(big[3]) >= 0.29, line
     assert re.search(r"bad \d+:\d\d wall, .* FAILED\(3\)", line), line
+
+
+CI_RUN = ROOT / ".ci" / "run"
+CHECKS = ROOT / ".ci" / "checks"
+#: The checks .ci/checks runs, each timed by .ci/cost.py under this name, in this order.
+CHECK_NAMES = ["lint", "format", "contracts", "types", "ci-tests", "wheel-smoke", "openvino"]
+
+
+def _code(path: Path) -> str:
+    """A shell script or workflow without its comment lines."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return "\n".join(line for line in lines if not line.lstrip().startswith("#"))
+
+
+def test_ci_and_the_workflow_call_one_script_of_checks() -> None:
+    """The checks are written once, in .ci/checks: .ci/run calls it after the tests, and so
+    does the workflow's Linux job after the README's test command; neither runs a check
+    of its own, so the two cannot drift apart."""
+    checks = _code(CHECKS)
+    assert os.access(CHECKS, os.X_OK), ".ci/checks is not executable"
+    assert re.findall(r"^check (\S+) ", checks, re.M) == CHECK_NAMES
+    run = _code(CI_RUN)
+    calls = [line.strip() for line in run.splitlines() if ".ci/checks" in line]
+    assert calls == ["if ! .ci/checks; then"], calls
+    assert run.index("cost tests ") < run.index(".ci/checks")
+    workflow = _code(WORKFLOW)
+    runs = re.findall(r"^\s+run: (.+)$", workflow, re.M)
+    assert runs.count(".ci/checks") == 1, runs
+    assert runs.index(".ci/checks") > runs.index(_readme_command()), runs
+    step = re.search(r"^(\s+)- name: .*\n\1  if: (.+)\n\1  run: \.ci/checks$", workflow, re.M)
+    assert step and step[2] == "runner.os == 'Linux'", "the checks step runs on Linux"
+    # What .ci/checks runs is nowhere else: not in .ci/run, not in the workflow.
+    for tool in ("ruff", "lint-imports", "mypy", "wheel_smoke", "test_openvino.py"):
+        assert tool in checks, tool
+        assert tool not in run and tool not in workflow, tool
+    for script in (CI_RUN, CHECKS):
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0, script.name
