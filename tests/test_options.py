@@ -10,6 +10,7 @@ parsing) read the one parser, and give the same options.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from dataclasses import fields
 from pathlib import Path
 
@@ -25,10 +26,13 @@ from bgremover.export.options import (
     KEYS,
     OPTIONS,
     SWITCH,
+    SWITCHES,
     TRUE_WORDS,
+    Range,
     cli_values,
     parse_bool,
     parse_shadow,
+    switch,
 )
 from bgremover.export.output import FORMATS
 from bgremover.export.presets import check_export, options_from, parse_format, read_preset
@@ -228,6 +232,132 @@ def test_the_transparency_refusal_is_one_message_worded_for_each_front_end() -> 
     assert "JPEG cannot keep transparency" in on_cli.value.message
     assert "--background white" in on_cli.value.fix and "--format png" in on_cli.value.fix
     assert "Choose a background" in in_app.value.fix and "--" not in in_app.value.fix
+
+
+def test_every_switch_is_a_field_declared_once_by_the_records() -> None:
+    """ComposeOptions and the app's Settings type out no switch; the one static
+    declaration mypy reads (options.py) names the records' switches, in order."""
+    import ast
+    import inspect
+
+    from bgremover.export import options as module
+
+    switches = [o.key for o in EXPORT_OPTIONS if o.kind == SWITCH]
+    assert [o.key for o in SWITCHES] == switches
+    assert {"crop", "lossless", "strip_metadata", "decontaminate"} <= set(switches)
+    classes = [ComposeOptions]
+    if importlib.util.find_spec("PySide6") is not None:
+        from bgremover.gui.settings import Settings
+
+        classes.append(Settings)
+    for cls in classes:
+        defaults = cls()
+        for key in switches:
+            assert getattr(defaults, key) is False, (cls, key)
+            assert key not in vars(cls).get("__annotations__", {}), (cls, key)
+    tree = ast.parse(inspect.getsource(module))
+    declared = next(
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.name == "SchemaSwitches"
+    )
+    fields_declared = [n.target for n in declared.body if isinstance(n, ast.AnnAssign)]
+    assert [t.id for t in fields_declared if isinstance(t, ast.Name)] == switches
+
+
+def test_a_records_range_is_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    assert ComposeOptions(quality=60).quality == 60
+    monkeypatch.setitem(OPTIONS, "quality", replace(OPTIONS["quality"], range=Range(1, 50)))
+    with pytest.raises(UsageError, match="Quality 60 is out of range") as refused:
+        ComposeOptions(quality=60)
+    assert refused.value.fix == "Use 1 to 50."
+    with pytest.raises(UsageError, match="Longest side 0 is out of range") as refused:
+        ComposeOptions(max_size=0)
+    assert refused.value.fix == "Use 1 or more."
+
+
+def test_a_check_box_no_pane_places_is_refused_when_its_record_is_made() -> None:
+    for placed in ({}, {"row": "middle"}, {"pane": "toolbar"}):
+        with pytest.raises(ValueError, match="'sharpen' has a check box that no pane places"):
+            switch("sharpen", "sharpen the subject", "Sharpen", "Sharper edges", **placed)
+    assert switch("sharpen", "", "Sharpen", "", row="effects").row == "effects"
+    assert switch("sharpen", "", "Sharpen", "", pane="settings").pane == "settings"
+
+
+#: Options an off word turns off (not set), whichever option it is.
+OFF = ("crop", "shadow", "outline", "canvas", "background", "margin", "greyscale", "lossless",
+       "max_size", "quality")  # fmt: skip
+
+
+@pytest.mark.parametrize("word", ["no", "none", "off", "false", "NO"])
+def test_one_vocabulary_of_off_words_for_every_option(word: str) -> None:
+    from bgremover.cli import build_parser
+    from bgremover.serve.params import options_for
+
+    assert options_from(dict.fromkeys(OFF, word))[0] == ComposeOptions()
+    flags = ["--crop", "--shadow", "--outline", "--canvas", "-b", "--margin"]
+    argv = ["remove", "x.jpg", "-o", "out", *(part for f in flags for part in (f, word))]
+    assert options_from(cli_values(build_parser().parse_args(argv)))[0] == ComposeOptions()
+    served = options_for({"crop": word, "add_shadow": word}, 64, 48, "png")[0]
+    assert served == ComposeOptions()
+
+
+def test_crop_on_the_command_line_is_a_switch_with_an_optional_margin() -> None:
+    from bgremover.cli import build_parser
+    from bgremover.export.compose import Length
+
+    def crop(*value: str) -> ComposeOptions:
+        args = build_parser().parse_args(["remove", "x.jpg", "-o", "out", "--crop", *value])
+        return options_from(cli_values(args))[0]
+
+    assert crop() == crop("yes") == crop("on") == ComposeOptions(crop=True)
+    assert crop("0") == ComposeOptions(crop=True)  # a margin of 0
+    assert crop("1").margin == Length(1) and crop("5%").margin == Length(5, True)
+    with pytest.raises(UsageError, match="Not a margin: 'lots'"):
+        crop("lots")
+
+
+def test_the_settings_panes_check_boxes_are_its_records(
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_settings
+) -> None:
+    pytest.importorskip("PySide6")
+    from bgremover.gui.settings import Settings
+    from bgremover.gui.settings_panel import SettingsPanel
+    from bgremover.network.store import ModelStore
+
+    monkeypatch.setenv("BGREMOVER_PRESETS", str(tmp_path / "presets"))
+    panel = SettingsPanel(Settings(), ModelStore(tmp_path))
+    qtbot.addWidget(panel)
+    mine = [o for o in EXPORT_OPTIONS if o.pane == "settings"]
+    assert [o.key for o in mine] == list(panel.option_boxes) == ["decontaminate"]
+    for option in mine:
+        box = panel.option_boxes[option.key]
+        assert (box.text(), box.toolTip()) == (option.label, option.tip)
+        with qtbot.waitSignal(panel.changed) as signal:
+            box.setChecked(True)
+        assert signal.args[0] == {option.key: True}
+    assert panel.decontaminate_box is panel.option_boxes["decontaminate"]
+
+
+def test_the_batch_summary_names_each_option_set_by_its_record() -> None:
+    pytest.importorskip("PySide6")
+    from bgremover.gui.dialogs import settings_summary
+    from bgremover.gui.settings import Settings
+
+    settings = Settings(
+        background="#ffffff", crop=True, margin="5%", shadow=True, greyscale=True,
+        outline="8:#ffffff", max_size=1600, decontaminate=True,
+    )  # fmt: skip
+    parts = settings_summary(settings).split(" · ")
+    for words in ("background #ffffff", "crop to subject", "margin 5%", "shadow",
+                  "black and white", "outline 8:#ffffff", "longest side 1600",
+                  "decontaminate colours"):  # fmt: skip
+        assert words in parts, (words, parts)
+    assert "transparent background" in settings_summary(Settings()).split(" · ")
+    wall = Settings(background_image=str(SAMPLE), background="#000000")
+    assert f"background #000000 + {SAMPLE.name}" in settings_summary(wall).split(" · ")
 
 
 # -- A switch that is one record: black and white ---------------------------------------

@@ -40,17 +40,15 @@ from ..mask.subject import Subject, find_subject, subject_box
 from .options import (
     BLUR,
     FITS,
-    MAX_SIZE,
     OUTLINE_WIDTH,
     POSITIONS,
-    QUALITY,
     RGBA,
     SIDE,
+    SWITCHES,
     Length,
     Outline,
     SchemaSwitches,
     Shadow,
-    recoloured,
 )
 from .options import OPTIONS as _OPTIONS
 
@@ -70,10 +68,9 @@ class ComposeOptions(SchemaSwitches):
     """How a result becomes an output image: every export option, in one object.
 
     The options and their values are defined in :mod:`bgremover.export.options` (one record
-    each); the fields below are those the layout, layer and encoder code reads by name.
-    Each switch of :data:`bgremover.export.options.SWITCHES` (a recolouring of the photo) adds a
-    bool field of its name, inherited from :class:`~bgremover.export.options.SchemaSwitches`.
-    Give the fields by keyword.
+    each). Each switch of :data:`bgremover.export.options.SWITCHES` (crop, lossless...) is a
+    bool field of its name, inherited from :class:`~bgremover.export.options.SchemaSwitches`;
+    the other fields are below. Give the fields by keyword.
     """
 
     #: Write the alpha mask as a greyscale image instead of a cutout (the layout applies).
@@ -86,11 +83,6 @@ class ComposeOptions(SchemaSwitches):
     background_fit: str = FITS[0]
     #: Blur the photo's own background, with the subject taken out, at this strength.
     blur: float | None = None
-    #: Re-estimate the subject's colour in semi-transparent pixels (hair) so that
-    #: no tint of the old background shows on a new one.
-    decontaminate: bool = False
-    #: Cut the output to the subject's bounding box (see :func:`find_subject`).
-    crop: bool = False
     #: Space around the subject: with crop, added around its box (a percentage of the
     #: box's long side); on a canvas, kept free at each side (of the canvas's short side).
     margin: Length = field(default_factory=Length)
@@ -106,10 +98,6 @@ class ComposeOptions(SchemaSwitches):
     outline: Outline | None = None
     #: Lossy encoding quality 1-100 (JPEG, WebP); None: the format's default.
     quality: int | None = None
-    #: WebP without loss (larger files, exact colour).
-    lossless: bool = False
-    #: Leave out the photo's EXIF data (camera, place, time); its colour profile stays.
-    strip_metadata: bool = False
 
     def __post_init__(self) -> None:
         _check(self)
@@ -154,11 +142,18 @@ class ComposeOptions(SchemaSwitches):
 
 def _check(o: ComposeOptions) -> None:
     """Options that cannot make an image are refused with what to do instead (the ranges
-    are :mod:`bgremover.export.options`'s)."""
+    are :mod:`bgremover.export.options`'s: a record's ``range`` is the check of its field)."""
 
     def fail(message: str, fix: str) -> None:
         raise UsageError(message, fix=fix)
 
+    for option in _OPTIONS.values():
+        value = getattr(o, option.key, None)
+        if option.range is not None and value is not None and value not in option.range:
+            fail(
+                f"{option.label.rstrip(':')} {value} is out of range.",
+                f"Use {option.range.words()}.",
+            )
     _OPTIONS["background_fit"].check_choice(o.background_fit, "background fit")
     _OPTIONS["position"].check_choice(o.position, "position")
     if o.blur is not None and o.background_image is not None:
@@ -203,16 +198,6 @@ def _check(o: ComposeOptions) -> None:
         # before any work.
         size = "{}x{}".format(*o.canvas)
         check_output_size(largest_output(1, 1, o), default_max_megapixels(), size)
-    if o.max_size is not None and o.max_size not in MAX_SIZE:
-        fail(
-            f"A largest size of {o.max_size} px cannot hold an image.",
-            f"Use {MAX_SIZE.low:g} or more.",
-        )
-    if o.quality is not None and o.quality not in QUALITY:
-        fail(
-            f"Quality {o.quality} is out of range.",
-            f"Use {QUALITY.low:g} (smallest) to {QUALITY.high:g} (best).",
-        )
     if o.outline is not None and o.outline.width not in OUTLINE_WIDTH:
         fail(
             f"An outline of {o.outline.width:g} px is out of range.",
@@ -781,7 +766,9 @@ def compose_strips(
     placed = _placed_alpha(alpha, lay, options, subject)
     if options.mask_only:
         return Composed(width, height, 1, _rows(rows, height, lambda y, z: placed[y:z]))
-    rgb = recoloured(rgb, options)  # the switches that change the photo's colour
+    for switch in SWITCHES:  # the switches that change the photo's colour, in order
+        if switch.apply is not None and getattr(options, switch.key):
+            rgb = switch.apply(rgb)
     fg = placed_rows(rgb, lay)
     if options.decontaminate:
         from ..mask.refine import estimate_foreground

@@ -3,24 +3,22 @@
 A record says everything the front ends need to know about an option: its name (the
 key presets and option values use), its kind, how a value spelled as on the command
 line is read (``parse``, into :class:`~bgremover.export.compose.ComposeOptions` fields) and
-written back (``write``), its default, its range or choices, its command-line flag(s)
-and help, its remove.bg parameter (where the server has one), and the app's setting(s),
-widget and label. From the records are made: the keys presets may set and how they are
-read and written (:mod:`bgremover.export.presets`), the export flags of ``bgremover remove``
-(:func:`add_flags`, :func:`cli_values`), the app's export settings and the Export
-panel's check boxes, and the names the server reads. The values' own types (lengths,
-shadows, outlines, colours) and their parsers are here too, so an option value is read
-by one parser whichever front end it comes from: ``crop = "no"`` is off everywhere.
+written back (``write``), its default, its range (the check) or choices, its command-line
+flag(s) and help, its remove.bg parameter, and the app's setting(s), widget and label.
+From the records are made: the keys presets may set and how they are read and written
+(:mod:`bgremover.export.presets`), the export flags of ``bgremover remove``
+(:func:`add_flags`, :func:`cli_values`), the app's export settings and check boxes, and
+the parameters the server reads. The values' types (lengths, shadows, outlines, colours)
+and parsers are here too, so a value is read by one parser whichever front end it comes
+from, with one set of words for off: ``crop = "no"`` is off everywhere.
 
-A *switch* whose whole behaviour is its record's ``apply`` (a change of the photo's
-colour, pixel by pixel, before it is composed) needs nothing else: its field of
-``ComposeOptions`` and of the app's settings comes from :class:`SchemaSwitches`, its
-flag, preset key and check box from the record. Options the layout, layer or encoder
-code reads by name (crop, lossless...) are declared by ``ComposeOptions`` itself.
+Every *switch*'s field of ``ComposeOptions`` and of the app's settings comes from
+:class:`SchemaSwitches`, and the rest from its record: one whose whole behaviour is its
+``apply`` (the photo's colour changed pixel by pixel) needs nothing else, the others are
+read by name where they act (crop by the layout, lossless by the encoder).
 
 One module because the values' types and parsers, the record and the table of records
-are the options' one definition: split over several modules they would again be
-spelled out in several places.
+are the options' one definition: split, they would again be spelled out in several places.
 
 This module imports nothing heavy (no numpy, OpenCV or Pillow until a value is parsed
 or a switch applied): the command line builds its parser from it and ``bgremover
@@ -46,10 +44,10 @@ if TYPE_CHECKING:
 
 RGBA = tuple[int, int, int, int]
 
-#: The words an on/off option accepts, whatever the front end (a preset, a flag's value,
-#: an HTTP parameter, a stored setting). An empty text is off.
+#: The words for on and off, for every option that can be off, whatever the front end (a
+#: preset, a flag's value, an HTTP parameter, a stored setting). An empty text is off.
 TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("0", "false", "no", "off", "")
+FALSE_WORDS = ("0", "false", "no", "off", "none", "")
 
 #: How a background image covers the output: scaled to cover it and cut (fill), scaled
 #: to fit inside it with bars (fit), or distorted to its size (stretch).
@@ -73,6 +71,13 @@ class Range:
     def __contains__(self, value: float) -> bool:
         low_ok = value > self.low if self.above else value >= self.low
         return low_ok and (self.high is None or value <= self.high)
+
+    def words(self) -> str:
+        """The range as a fix says it: "1 to 100", "1 or more", "above 0, up to 20"."""
+        low = f"above {self.low:g}" if self.above else f"{self.low:g}"
+        if self.high is None:
+            return f"{low} or more"
+        return f"{low}{', up' if self.above else ''} to {self.high:g}"
 
 
 #: JPEG and WebP quality.
@@ -148,8 +153,8 @@ def parse_bool(value: Any, name: str) -> bool:
 
 def is_off(value: Any) -> bool:
     """Whether ``value`` says "none" for an option that is a value or nothing (an
-    outline): None, or a word of :data:`FALSE_WORDS` (False and 0 too), or "none"."""
-    return value is None or str(value).strip().lower() in (*FALSE_WORDS, "none")
+    outline): None, or a word of :data:`FALSE_WORDS` (False and 0 too)."""
+    return value is None or str(value).strip().lower() in FALSE_WORDS
 
 
 def parse_number(value: Any, name: str, kind: type = int) -> Any:
@@ -269,7 +274,7 @@ def parse_background(value: Any) -> dict[str, Any]:
         text = str(item).strip()
         if isinstance(item, tuple):
             key, parsed = "background", _rgba(item)
-        elif text.lower() in ("", "none", "transparent"):
+        elif is_off(text) or text.lower() == "transparent":
             continue
         elif (strength := parse_blur(text)) is not None:
             key, parsed = "blur", strength
@@ -352,6 +357,8 @@ def shadow_text(shadow: Shadow) -> str | bool:
 #: Kinds of option: on/off, a whole number, one of some words, a text of its own syntax,
 #: and the output format (read against the format table, see the module's docstring).
 SWITCH, NUMBER, CHOICE, TEXT, FORMAT = "switch", "number", "choice", "text", "format"
+#: The rows of the Export panel a record's check box may be placed in (its ``row``).
+ROWS = ("framing", "effects", "quality", "file")
 
 
 @dataclass(frozen=True)
@@ -371,7 +378,7 @@ class ExportOption:
     tip: str = ""
     #: The app's value when the option is not set.
     default: Any = None
-    #: The range of a number (checked by ComposeOptions), or None.
+    #: The values its field may take: ComposeOptions refuses any other.
     range: Range | None = None
     #: The words a choice may be.
     choices: tuple[str, ...] = ()
@@ -400,14 +407,25 @@ class ExportOption:
     http: str | None = None
     #: The app's widget: "check" (a check box made from this record) or "own" (the pane
     #: builds it); the pane that shows it ("export" or "settings"); and, for a check box
-    #: of the Export panel, the row it sits in ("framing", "effects", "quality", "file").
+    #: of the Export panel, the row it sits in (one of :data:`ROWS`).
     widget: str = "own"
     pane: str = "export"
     row: str = ""
+    #: The output formats it acts on (() every one): the app greys it out for the others.
+    formats: tuple[str, ...] = ()
     #: For a switch that is nothing but this: the photo's colour (h, w, 3 uint8) ->
     #: the colour it is composed with, each pixel on its own. Its fields come from
     #: :class:`SchemaSwitches`.
     apply: Callable[[np.ndarray], np.ndarray] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        placed = self.row in ROWS if self.pane == "export" else self.pane == "settings"
+        if self.widget == "check" and not placed:
+            raise ValueError(
+                f"The export option {self.key!r} has a check box that no pane places "
+                f"(pane={self.pane!r}, row={self.row!r}): give it a row of the Export panel "
+                f"({', '.join(ROWS)}), or pane='settings'."
+            )
 
     @property
     def dest(self) -> str:
@@ -426,10 +444,6 @@ class ExportOption:
 def switch(key: str, help: str, label: str, tip: str, **more: Any) -> ExportOption:
     """An on/off option: a ComposeOptions and a settings field of its key, False by
     default, on with its flag alone, read by :func:`parse_bool`."""
-
-    def parse(value: Any) -> dict[str, Any]:
-        return {key: parse_bool(value, key)}
-
     more.setdefault("argparse", {"action": "store_const", "const": True})
     more.setdefault("widget", "check")
     return ExportOption(
@@ -439,7 +453,7 @@ def switch(key: str, help: str, label: str, tip: str, **more: Any) -> ExportOpti
         label,
         tip,
         default=False,
-        parse=parse,
+        parse=lambda value: {key: parse_bool(value, key)},
         write=lambda options: True if getattr(options, key) else None,
         settings=(key,),
         to_settings=lambda value: {key: parse_bool(value, key)},
@@ -450,13 +464,11 @@ def switch(key: str, help: str, label: str, tip: str, **more: Any) -> ExportOpti
 
 
 def number(key: str, help: str, label: str, tip: str, limits: Range, **more: Any) -> ExportOption:
-    """A whole number; 0 in the app means "not set"."""
-
-    def parse(value: Any) -> dict[str, Any]:
-        return {key: parse_number(value, key, int)}
-
+    """A whole number; 0 in the app means "not set", as an off word (0, none...) does."""
     more.setdefault("argparse", {"type": int})
-    more.setdefault("parse", parse)
+    more.setdefault(
+        "parse", lambda value: {key: None if is_off(value) else parse_number(value, key, int)}
+    )
     return ExportOption(
         key,
         NUMBER,
@@ -467,7 +479,7 @@ def number(key: str, help: str, label: str, tip: str, limits: Range, **more: Any
         range=limits,
         write=lambda options: getattr(options, key),
         settings=(key,),
-        to_settings=lambda value: {key: 0 if value is None else parse_number(value, key, int)},
+        to_settings=lambda value: {key: 0 if is_off(value) else parse_number(value, key, int)},
         from_settings=lambda settings: getattr(settings, key) or None,
         flags=(f"--{key.replace('_', '-')}",),
         **more,
@@ -478,10 +490,6 @@ def choice(key: str, help: str, label: str, tip: str, words: tuple[str, ...], wh
            **more: Any) -> ExportOption:  # fmt: skip
     """One of ``words``, the first by default; ``what`` names it in a refusal."""
     default = words[0]
-
-    def parse(value: Any) -> dict[str, Any]:
-        return {key: OPTIONS[key].check_choice(str(value), what)}
-
     more.setdefault(
         "from_settings",
         lambda settings: None if getattr(settings, key) == default else getattr(settings, key),
@@ -494,7 +502,7 @@ def choice(key: str, help: str, label: str, tip: str, words: tuple[str, ...], wh
         tip,
         default=default,
         choices=words,
-        parse=parse,
+        parse=lambda value: {key: OPTIONS[key].check_choice(str(value), what)},
         write=lambda options: None if getattr(options, key) == default else getattr(options, key),
         settings=(key,),
         to_settings=lambda value: {} if value in (None, False) else {key: str(value)},
@@ -507,9 +515,7 @@ def text(key: str, help: str, label: str, tip: str, **more: Any) -> ExportOption
     """A value of its own syntax (a margin, a canvas), kept in the app as its text ("" for
     not set)."""
     more.setdefault("settings", (key,))
-    more.setdefault(
-        "to_settings", lambda value: {key: "" if value in (None, False) else str(value)}
-    )
+    more.setdefault("to_settings", lambda value: {key: "" if is_off(value) else str(value)})
     more.setdefault("from_settings", lambda settings: getattr(settings, key) or None)
     more.setdefault("flags", (f"--{key.replace('_', '-')}",))
     return ExportOption(key, TEXT, help, label, tip, default="", **more)
@@ -536,7 +542,7 @@ def _background_settings(value: Any) -> dict[str, Any]:
     found = {"background": "", "background_image": ""}
     for item in value if isinstance(value, list) else [value]:
         spelled = str(item).strip()
-        if spelled.lower() in ("", "none", "transparent"):
+        if is_off(spelled) or spelled.lower() == "transparent":
             continue
         if parse_blur(spelled) is not None:
             found["background"] = spelled.lower()
@@ -556,7 +562,7 @@ def _settings_background(s: Any) -> str | list[str] | None:
 
 
 def _parse_canvas_value(value: Any) -> dict[str, Any]:
-    if value in (None, "", "keep", False):
+    if is_off(value) or str(value).strip().lower() == "keep":
         return {"canvas": None, "aspect": None}
     size, ratio = parse_canvas(str(value))
     return {"canvas": size, "aspect": ratio}
@@ -604,8 +610,12 @@ def _greyscale(rgb: np.ndarray) -> np.ndarray:
 
 
 def _crop_values(value: Any) -> dict[str, Any]:
-    """``--crop`` alone is a crop; ``--crop 5%`` is a crop with that margin."""
-    return {"crop": True} if value is True else {"crop": True, "margin": value}
+    """``--crop`` alone is a crop; ``--crop 5%`` (or 30) a crop with that margin; a word
+    for on or off (yes, no, none...) is read as every switch's is."""
+    spelled = str(value).strip().lower()
+    if value is True or (spelled in (*TRUE_WORDS, *FALSE_WORDS) and not spelled.isdigit()):
+        return {"crop": parse_bool(value, "crop")}
+    return {"crop": True, "margin": value}
 
 
 #: Every export option, in the order presets list them and the command line's help
@@ -664,7 +674,7 @@ EXPORT_OPTIONS: tuple[ExportOption, ...] = (
         "or an exact size in pixels",
         parse=_parse_canvas_value,
         write=_write_canvas,
-        to_settings=lambda v: {"canvas": "" if v in (None, False, "keep") else str(v)},
+        to_settings=lambda v: {"canvas": "" if is_off(v) or v == "keep" else str(v)},
         metavar="SIZE",
     ),
     text(
@@ -672,7 +682,7 @@ EXPORT_OPTIONS: tuple[ExportOption, ...] = (
         "free space at each side of a canvas: px or % of its short side",
         "Margin:",
         "Free space around the subject when cropping or on a canvas (needs one of them)",
-        parse=lambda value: {"margin": parse_length(str(value))},
+        parse=lambda value: {"margin": Length() if is_off(value) else parse_length(str(value))},
         write=lambda o: str(o.margin) if o.margin.value else None,
         from_settings=_settings_margin,
         metavar="MARGIN",
@@ -695,7 +705,6 @@ EXPORT_OPTIONS: tuple[ExportOption, ...] = (
         "Longest side:",
         "Make the picture's longest side at most this many pixels (never larger)",
         MAX_SIZE,
-        parse=lambda value: {"max_size": parse_number(value, "max_size", int) or None},
         metavar="PX",
     ),
     text(
@@ -741,7 +750,7 @@ EXPORT_OPTIONS: tuple[ExportOption, ...] = (
         "remains; slower",
         "Decontaminate colours",
         "Re-estimate the colours of see-through edges (hair) so no tint of the old "
-        "background shows",
+        "background shows on a new one (slower)",
         cli_group="main",
         pane="settings",
     ),
@@ -776,6 +785,7 @@ EXPORT_OPTIONS: tuple[ExportOption, ...] = (
         "Lossless",
         "WebP without any loss: exact colours, larger files",
         row="quality",
+        formats=("webp",),
     ),
     switch(
         "strip_metadata",
@@ -790,41 +800,29 @@ EXPORT_OPTIONS: tuple[ExportOption, ...] = (
 OPTIONS: dict[str, ExportOption] = {o.key: o for o in EXPORT_OPTIONS}
 #: The keys presets and option values may use, in order.
 KEYS = tuple(OPTIONS)
-#: The switches whose whole behaviour is their ``apply``: their fields come from
-#: :class:`SchemaSwitches`.
-SWITCHES = tuple(o for o in EXPORT_OPTIONS if o.apply is not None)
+#: The switches: a bool field each, False by default, of :class:`SchemaSwitches`.
+SWITCHES = tuple(o for o in EXPORT_OPTIONS if o.kind == SWITCH)
 
 
-def _switches_class() -> type:
-    made = make_dataclass(
-        "SchemaSwitches",
-        [(o.key, bool, field(default=False)) for o in SWITCHES],
-        frozen=True,
-    )
-    made.__module__ = __name__
-    made.__doc__ = "One bool field, False by default, per switch of :data:`SWITCHES`."
-    return made
-
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what mypy reads; a test holds it to SWITCHES, one line per switch
 
     @dataclass(frozen=True)
     class SchemaSwitches:
-        """One bool field, False by default, per switch of :data:`SWITCHES`."""
+        crop: bool = False
+        greyscale: bool = False
+        decontaminate: bool = False
+        lossless: bool = False
+        strip_metadata: bool = False
 
 else:
     #: The base of ComposeOptions and of the app's Settings: one bool field per switch of
     #: :data:`SWITCHES`, so a new one needs no field written anywhere else.
-    SchemaSwitches = _switches_class()
-
-
-def recoloured(rgb: np.ndarray, options: Any) -> np.ndarray:
-    """The photo's colour with every switch of :data:`SWITCHES` that ``options`` turns on
-    applied, in order; ``rgb`` itself (never changed) when none is."""
-    for option in SWITCHES:
-        if getattr(options, option.key) and option.apply is not None:
-            rgb = option.apply(rgb)
-    return rgb
+    SchemaSwitches = make_dataclass(
+        "SchemaSwitches",
+        [(o.key, bool, field(default=False)) for o in SWITCHES],
+        frozen=True,
+        namespace={"__module__": __name__, "__doc__": "A bool field per switch of SWITCHES."},
+    )
 
 
 # -- The command line --------------------------------------------------------------
@@ -859,22 +857,4 @@ def cli_values(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, option.dest, None)
         if value is not None:
             values.update(option.cli_values(value) if option.cli_values else {option.key: value})
-    return values
-
-
-# -- The app -------------------------------------------------------------------------
-
-
-def settings_fields() -> tuple[str, ...]:
-    """The app's settings fields that hold export options, in the records' order."""
-    return tuple(name for o in EXPORT_OPTIONS for name in o.settings)
-
-
-def values_from_settings(settings: Any) -> dict[str, Any]:
-    """The option values the app's ``settings`` make (unset ones left out)."""
-    values = {}
-    for option in EXPORT_OPTIONS:
-        value = option.from_settings(settings) if option.from_settings else None
-        if value is not None:
-            values[option.key] = value
     return values

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QPoint, Qt, QUrl, Signal
 from PySide6.QtGui import (
@@ -38,6 +39,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.batch import counts_words
+from ..export.options import OPTIONS, ExportOption
 from ..export.output import FORMATS
 from ..network.families import FAMILIES
 from ..network.models import REGISTRY
@@ -109,7 +111,8 @@ def _counts(p: BatchProgress) -> str:
 
 
 def settings_summary(settings: Settings) -> str:
-    """What a batch started now makes, in one line: model, precision, format, look."""
+    """What a batch started now makes, in one line: model, precision, format, then each
+    export option set, named by its record (a masks-only batch has no background)."""
     model = settings.model if settings.model in REGISTRY else Path(settings.model).name
     fmt = FORMATS.get(settings.output_format)
     precision = settings.precision
@@ -118,27 +121,31 @@ def settings_summary(settings: Settings) -> str:
     parts = [model, precision, f"{fmt.label if fmt else settings.output_format} files"]
     if settings.preset:
         parts.append(f"preset {settings.preset}")
+    values = settings.values()
+    values.pop("format", None)
     if settings.mask_only:
         parts.append("masks only (greyscale)")
-    elif settings.background_image:
-        parts.append(f"background image {Path(settings.background_image).name}")
-    elif settings.background.startswith("blur"):
-        parts.append("blurred background")
-    elif settings.background:
-        parts.append(f"background {settings.background}")
-    else:
+        values.pop("background", None)
+    elif "background" not in values:
         parts.append("transparent background")
-    if settings.crop:
-        parts.append("cropped to the subject")
-    if settings.canvas:
-        parts.append(f"canvas {settings.canvas}")
+    parts += [option_words(OPTIONS[key], value) for key, value in values.items()]
     if not settings.refine:
         parts.append("edges not refined")
-    if settings.decontaminate and not settings.mask_only:
-        parts.append("colours decontaminated")
     if settings.providers != "auto":
         parts.append(f"provider {settings.providers}")
     return " · ".join(parts)
+
+
+def option_words(option: ExportOption, value: Any) -> str:
+    """An export option set to ``value``, as the app names it: its record's label (alone
+    for a switch that is on), then the value, a file by its name ("background wall.jpg")."""
+    label = option.label.rstrip(":")
+    label = label[:1].lower() + label[1:]
+    if value is True:
+        return label
+    items = value if isinstance(value, list) else [value]
+    shown = (Path(v).name if Path(str(v)).is_absolute() else str(v) for v in items)
+    return f"{label} {' + '.join(shown)}"
 
 
 class FailureList(QTreeWidget):

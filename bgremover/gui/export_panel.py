@@ -8,7 +8,9 @@ Its fields are the :class:`~bgremover.gui.settings.Settings` export fields, spel
 presets and the command line spell them, so a preset chosen here, one saved from here
 and the command line's flags are read by the same code. Labels, tooltips and ranges are
 the option records' (:mod:`bgremover.export.options`); each on/off option whose record asks for
-a check box of this panel gets one, in the row its record names (:data:`SWITCH_ROWS`).
+a check box of this panel gets one, in the row its record names (one of
+:data:`~bgremover.export.options.ROWS`: a record naming none is refused when it is made),
+greyed out for the formats it does not act on.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from ..export.options import (
     OPTIONS,
     OUTLINE_WIDTH,
     QUALITY,
+    ROWS,
     SIDE,
     ExportOption,
     parse_blur,
@@ -93,8 +96,6 @@ FIT_LABELS = {
 POSITION_LABELS = {"center": "Centre", "bottom": "Bottom (standing)"}
 #: The preset box's item when the options are no preset's.
 CUSTOM = ""
-#: The rows the panel lays a switch's check box in (an option record's ``row``).
-SWITCH_ROWS = ("framing", "effects", "quality", "file")
 
 
 def select_data(box: QComboBox, value: object) -> None:
@@ -185,10 +186,7 @@ class ExportPanel(QGroupBox):
             for o in EXPORT_OPTIONS
             if o.widget == "check" and o.pane == "export"
         }
-        self.crop_box = self.switch_boxes["crop"]
         self.shadow_box = self.switch_boxes["shadow"]
-        self.lossless_box = self.switch_boxes["lossless"]
-        self.strip_box = self.switch_boxes["strip_metadata"]
         self.margin_spin = QDoubleSpinBox()
         self.margin_spin.setRange(0, 5000)
         self.margin_spin.setDecimals(1)
@@ -281,7 +279,8 @@ class ExportPanel(QGroupBox):
         form.addRow(OPTIONS["background"].label, self.background_box)
         form.addRow("Blur strength:", self.blur_spin)
         form.addRow(OPTIONS["background_fit"].label, self.fit_box)
-        form.addRow("", _one_or_row(*self._switches_in("framing")))
+        framing, effects, quality, file = (self._switches_in(row) for row in ROWS)
+        form.addRow("", _one_or_row(*framing))
         form.addRow(OPTIONS["margin"].label, _row(self.margin_spin, self.margin_unit))
         form.addRow(OPTIONS["canvas"].label, self.canvas_box)
         size_row = _row(self.canvas_w, QLabel("×"), self.canvas_h)
@@ -293,16 +292,14 @@ class ExportPanel(QGroupBox):
         # The records' effects get a row of their own, so the panel stays narrow enough
         # for a 1024 px screen (test_gui_views).
         form.addRow("Effects:", _row(self.shadow_box, self.outline_box))
-        effects = [b for b in self._switches_in("effects") if b is not self.shadow_box]
+        effects.remove(self.shadow_box)
         if effects:
             form.addRow("", _one_or_row(*effects))
         self._outline_row = _row(self.outline_width, self.outline_button)
         form.addRow("Outline style:", self._outline_row)
         form.addRow(OPTIONS["format"].label, self.format_box)
-        form.addRow(
-            OPTIONS["quality"].label, _row(self.quality_spin, *self._switches_in("quality"))
-        )
-        form.addRow("", _one_or_row(*self._switches_in("file")))
+        form.addRow(OPTIONS["quality"].label, _row(self.quality_spin, *quality))
+        form.addRow("", _one_or_row(*file))
         form.addRow(self.problem_label)
 
         self.reload_presets()
@@ -604,6 +601,7 @@ class ExportPanel(QGroupBox):
 
         for key, check in self.switch_boxes.items():
             check.setChecked(bool(getattr(s, OPTIONS[key].settings[0])))
+            check.setEnabled(s.output_format in (OPTIONS[key].formats or FORMATS))
         try:
             margin = parse_length(s.margin or "0")
         except UsageError:
@@ -653,7 +651,6 @@ class ExportPanel(QGroupBox):
         # The format's own quality reads the same whether a preset names it or not.
         self.quality_spin.setValue(0 if s.quality == default else s.quality)
         self.quality_spin.setSpecialValueText(f"{default} (default)" if default else "default")
-        self.lossless_box.setEnabled(s.output_format == "webp")
 
         problem = s.export_problem()
         lines = []

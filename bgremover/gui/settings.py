@@ -12,15 +12,7 @@ from PySide6.QtCore import QSettings
 from ..engine.pipeline import EngineConfig
 from ..errors import BgRemoverError, UsageError
 from ..export.compose import ComposeOptions, background_image
-from ..export.options import (
-    EXPORT_OPTIONS,
-    OPTIONS,
-    SchemaSwitches,
-    parse_bool,
-    parse_length,
-    settings_fields,
-    values_from_settings,
-)
+from ..export.options import EXPORT_OPTIONS, OPTIONS, SchemaSwitches, parse_bool, parse_length
 from ..export.output import FORMATS
 from ..export.presets import check_export, options_from, parse_format
 from ..network.families import FAMILIES
@@ -28,16 +20,16 @@ from ..network.models import REGISTRY
 
 #: The settings that say what an output looks like and how it is encoded, each the app's
 #: field of an export option (bgremover.export.options: the Export panel's, and decontaminate,
-#: the settings pane's), spelled as presets and the command line spell them (see
-#: :meth:`Settings.values`).
-EXPORT_FIELDS = settings_fields()
+#: the settings pane's), in the records' order, spelled as presets and the command line
+#: spell them (see :meth:`Settings.values`).
+EXPORT_FIELDS = tuple(name for option in EXPORT_OPTIONS for name in option.settings)
 
 
 @dataclass(frozen=True)
 class Settings(SchemaSwitches):
     """What the app remembers. The export fields' defaults and meaning are their option
-    records' (bgremover.export.options); each switch of ``options.SWITCHES`` adds a bool field
-    of its name, inherited from ``SchemaSwitches``. Give the fields by keyword."""
+    records' (bgremover.export.options); each switch of ``options.SWITCHES`` (crop, lossless...)
+    is a bool field of its name, inherited from ``SchemaSwitches``. Give the fields by keyword."""
 
     # The engine's fields, with the engine's defaults (see engine()).
     model: str = EngineConfig.model
@@ -54,7 +46,6 @@ class Settings(SchemaSwitches):
     #: An image file under the subject ("" none); the colour shows in its bars (fit).
     background_image: str = ""
     background_fit: str = OPTIONS["background_fit"].default
-    crop: bool = False
     #: Space around the subject with crop or a canvas: "" none, "30px", "5%".
     margin: str = ""
     #: "" keeps the photo's frame; "2000x2000" a canvas size; "1:1" an aspect ratio.
@@ -67,13 +58,10 @@ class Settings(SchemaSwitches):
     outline: str = ""
     #: JPEG / WebP quality 1-100 (0: the format's default).
     quality: int = 0
-    lossless: bool = False
-    strip_metadata: bool = False
     #: The preset chosen last ("" none: the options were set one by one).
     preset: str = ""
     mask_only: bool = False
     refine: bool = EngineConfig.refine
-    decontaminate: bool = False
     #: Where photos were opened from last, and where the last batch wrote.
     last_folder: str = ""
     last_output_folder: str = ""
@@ -94,8 +82,9 @@ class Settings(SchemaSwitches):
         """The export settings as option values (:data:`bgremover.export.presets.KEYS`), read by
         :func:`bgremover.export.presets.options_from` like a preset or the command line's flags;
         each option's record says how (a margin only counts with a crop or a canvas, as
-        the panel greys it out otherwise)."""
-        return values_from_settings(self)
+        the panel greys it out otherwise); unset ones are left out."""
+        made = {o.key: o.from_settings(self) for o in EXPORT_OPTIONS if o.from_settings}
+        return {key: value for key, value in made.items() if value is not None}
 
     def export_problem(self) -> UsageError | None:
         """Why the export settings cannot be written as they are (None: they can): an

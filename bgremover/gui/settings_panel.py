@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..export.options import EXPORT_OPTIONS, OPTIONS, ExportOption
 from ..network.measured import fastest, measured_rows
 from ..network.models import PRECISIONS, REGISTRY
 from ..network.session import provider_choices
@@ -121,12 +122,11 @@ class SettingsPanel(QWidget):
             "the network's mask exactly as rembg computes it."
         )
         self.refine_box.setChecked(settings.refine)
-        self.decontaminate_box = QCheckBox("Decontaminate colours")
-        self.decontaminate_box.setToolTip(
-            "When saving: re-estimate the subject's colours in see-through hair so no tint of "
-            "the old background remains on a new one (slower)."
-        )
-        self.decontaminate_box.setChecked(settings.decontaminate)
+        #: A check box per export option of this pane (its record's label and tip).
+        self.option_boxes = {
+            o.key: self._option_box(o, settings) for o in EXPORT_OPTIONS if o.pane == "settings"
+        }
+        self.decontaminate_box = self.option_boxes["decontaminate"]
         self.fallback_label = QLabel("")
         self.fallback_label.setWordWrap(True)
         self.applies_label = QLabel(applies_to())
@@ -150,7 +150,8 @@ class SettingsPanel(QWidget):
         form.addRow("Provider:", self.provider_box)
         form.addRow("Threads:", self.threads_box)
         form.addRow("", self.refine_box)
-        form.addRow("", self.decontaminate_box)
+        for box in self.option_boxes.values():
+            form.addRow("", box)
         form.addRow("", self.mask_only_box)
         form.addRow(self.fallback_label)
         form.addRow(self.applies_label)
@@ -170,10 +171,19 @@ class SettingsPanel(QWidget):
         self.threads_box.valueChanged.connect(self._threads_chosen)
         self.mask_only_box.toggled.connect(lambda v: self._emit(mask_only=v))
         self.refine_box.toggled.connect(lambda v: self._emit(refine=v))
-        self.decontaminate_box.toggled.connect(lambda v: self._emit(decontaminate=v))
 
     def _emit(self, **changes: object) -> None:
         self.changed.emit(changes)
+
+    def _option_box(self, option: ExportOption, settings: Settings) -> QCheckBox:
+        """The check box of an export option: its record's label and tip; a click sets
+        its setting."""
+        box = QCheckBox(option.label)
+        box.setToolTip(option.tip)
+        name = option.settings[0]
+        box.setChecked(bool(getattr(settings, name)))
+        box.toggled.connect(lambda on: self._emit(**{name: on}))
+        return box
 
     def _precision_chosen(self) -> None:
         precision = self.precision_box.currentData()
@@ -276,14 +286,12 @@ class SettingsPanel(QWidget):
 
     def show_settings(self, settings: Settings) -> None:
         """Show ``settings`` (e.g. those a preset set) without reporting a change."""
-        for box, value in (
-            (self.decontaminate_box, settings.decontaminate),
-            (self.mask_only_box, settings.mask_only),
-            (self.refine_box, settings.refine),
-            (self.guard_box, settings.int8_guard),
-        ):
+        boxes = {OPTIONS[key].settings[0]: box for key, box in self.option_boxes.items()}
+        boxes |= {"mask_only": self.mask_only_box, "refine": self.refine_box}
+        boxes["int8_guard"] = self.guard_box
+        for name, box in boxes.items():
             box.blockSignals(True)
-            box.setChecked(value)
+            box.setChecked(bool(getattr(settings, name)))
             box.blockSignals(False)
         self.export.show_settings(settings)
 
