@@ -319,6 +319,18 @@ def test_crop_on_the_command_line_is_a_switch_with_an_optional_margin() -> None:
         crop("lots")
 
 
+def test_the_server_hands_each_options_parameter_to_its_record_but_remove_bgs_own() -> None:
+    from bgremover.serve.params import OPTION_PARAMETERS, READERS, options_for
+
+    assert set(READERS) <= set(OPTION_PARAMETERS.values())
+    for option in EXPORT_OPTIONS:
+        if option.http is None or option.key in READERS:
+            continue
+        value = _a_value(option)
+        served = options_for({option.http: str(value)}, 64, 48, "png")[0]
+        assert served == options_from({option.key: value})[0], option.key
+
+
 def test_the_settings_panes_check_boxes_are_its_records(
     qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_settings
 ) -> None:

@@ -2,11 +2,13 @@
 defaults clients send that change nothing, the names refused, and each value's parsing
 into the options :func:`~bgremover.export.presets.options_from` takes. The parameters that are
 export options are named by the options' records (``http`` in :mod:`bgremover.export.options`),
-and their values are read by the records' parsers, as a preset's or a flag's are."""
+and their values are handed to the records' parsers, as a preset's or a flag's are: an
+option added as a record with ``http`` is read here with nothing else written. Only what is
+remove.bg's own is read first, by the option's reader in :data:`READERS`."""
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import UsageError
@@ -135,16 +137,11 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
     channels = params.get("channels", "rgba").strip().lower()
     if channels not in ("rgba", "alpha"):
         raise ApiError(400, f"channels is rgba or alpha, not {channels!r}.", "invalid_channels")
-    if "bg_color" in params and params["bg_color"].strip():
-        values["background"] = http_colour(params["bg_color"])
-    if "crop" in params:
-        values["crop"] = params["crop"]
-    if "crop_margin" in params and params["crop_margin"].strip():
-        margin = crop_margin(params["crop_margin"])
-        # remove.bg applies the margin only to a crop, and ignores it otherwise.
-        if _on(params, "crop"):
-            values["margin"] = margin
-    values.update(_shadow_values(params))
+    for name, key in OPTION_PARAMETERS.items():
+        if key in READERS:
+            values.update(READERS[key](params))
+        elif name in params:
+            values[key] = params[name]  # read by the record's parser (options_from)
     size = params.get("size", "auto").strip().lower()
     if size not in SIZES:
         raise ApiError(
@@ -160,7 +157,7 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
         while side > 1 and side * math.ceil(short_side * side / long_side) > limit:
             side -= 1  # the short side is rounded: stay within the pixel count
         values["max_size"] = side
-    fmt = params.get("format", "auto").strip().lower()
+    fmt = values.get("format") or params.get("format", "auto").strip().lower()
     if fmt == "zip" and channels == "alpha":
         raise ApiError(
             400,
@@ -168,22 +165,45 @@ def export_values(params: Mapping[str, str], width: int, height: int) -> tuple[d
             "invalid_format",
             "Send channels=rgba with format=zip, or format=png with channels=alpha.",
         )
-    if fmt not in ("auto", "zip"):
-        from ..export.presets import parse_format
-
-        try:
-            fmt = parse_format(fmt)
-        except UsageError:
-            fmt = ""
-        if fmt not in CONTENT_TYPES:
-            raise ApiError(
-                400,
-                f"Unknown format {params['format']!r}.",
-                "invalid_format",
-                "Use auto, png, jpg, webp or zip.",
-            )
-        values["format"] = fmt
     return values, fmt, channels == "alpha"
+
+
+def _background(params: Mapping[str, str]) -> dict[str, Any]:
+    """``bg_color``: a colour by HTTP's rules (:func:`http_colour`), never a file."""
+    text = params.get("bg_color", "")
+    return {"background": http_colour(text)} if text.strip() else {}
+
+
+def _margin(params: Mapping[str, str]) -> dict[str, Any]:
+    """``crop_margin`` (:func:`crop_margin`), which remove.bg applies only to a crop and
+    ignores otherwise."""
+    text = params.get("crop_margin", "")
+    if not text.strip():
+        return {}
+    margin = crop_margin(text)
+    return {"margin": margin} if _on(params, "crop") else {}
+
+
+def _format(params: Mapping[str, str]) -> dict[str, Any]:
+    """``format``: auto (the server's choice) and zip (colour and alpha apart) are the
+    server's alone; any other is a format it serves, by name or ending."""
+    fmt = params.get("format", "auto").strip().lower()
+    if fmt in ("auto", "zip"):
+        return {}
+    from ..export.presets import parse_format
+
+    try:
+        fmt = parse_format(fmt)
+    except UsageError:
+        fmt = ""
+    if fmt not in CONTENT_TYPES:
+        raise ApiError(
+            400,
+            f"Unknown format {params['format']!r}.",
+            "invalid_format",
+            "Use auto, png, jpg, webp or zip.",
+        )
+    return {"format": fmt}
 
 
 def http_colour(text: str) -> tuple[int, int, int, int]:
@@ -313,6 +333,18 @@ def _shadow_values(params: Mapping[str, str]) -> dict[str, Any]:
             400, f"shadow_opacity is 0 to 100, not {shown(opacity)}.", "invalid_parameter"
         ) from None
     return {"shadow": f"opacity={share:g}"}
+
+
+#: The export options whose remove.bg parameters mean more than the option's value, by the
+#: option's key: each reader takes the request's parameters (it runs whether its parameter
+#: was sent or not, so a companion such as shadow_type is checked alone too) and gives
+#: option values. Every other option's parameter is its record's to read.
+READERS: dict[str, Callable[[Mapping[str, str]], dict[str, Any]]] = {
+    "background": _background,
+    "margin": _margin,
+    "shadow": _shadow_values,
+    "format": _format,
+}
 
 
 def options_for(params: Mapping[str, str], width: int, height: int, default_format: str):
