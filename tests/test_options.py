@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-from dataclasses import fields
+import io
+from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -456,3 +457,100 @@ def test_greyscale_is_a_check_box_of_the_export_panel(
     panel.show_settings(chosen)
     assert box.isChecked()
     assert not Settings(**export_fields({"greyscale": "no"})).compose().greyscale
+
+
+# -- A switch that is one record: progressive JPEG --------------------------------------
+
+
+def _progressive(data: bytes | Path) -> bool:
+    """Whether ``data`` (a file or its bytes) is a progressive JPEG."""
+    with Image.open(io.BytesIO(data) if isinstance(data, bytes) else data) as img:
+        return img.format == "JPEG" and bool(img.info.get("progressive"))
+
+
+def test_progressive_writes_a_progressive_jpeg_and_leaves_other_formats_alone(
+    tmp_path: Path,
+) -> None:
+    from bgremover.export.output import write_output
+
+    rgb, alpha = _coloured_scene()
+    white = ComposeOptions(background=(255, 255, 255, 255))
+    for on in (False, True):
+        out = tmp_path / f"{on}.jpg"
+        write_output(rgb, alpha, replace(white, progressive=on), out, "jpeg")
+        assert _progressive(out) is on
+    for fmt in ("png", "webp", "tiff"):
+        plain, progressive = tmp_path / f"plain.{fmt}", tmp_path / f"progressive.{fmt}"
+        write_output(rgb, alpha, ComposeOptions(), plain, fmt)
+        write_output(rgb, alpha, ComposeOptions(progressive=True), progressive, fmt)
+        assert plain.read_bytes() == progressive.read_bytes(), fmt
+
+
+def test_progressive_on_the_command_line(tmp_path: Path, tiny_model: Path) -> None:
+    made = {}
+    for name, args in (("plain", []), ("progressive", ["--progressive"])):
+        out = tmp_path / f"{name}.jpg"
+        cli("remove", str(SAMPLE), "-o", str(out), "--model", str(tiny_model), "-q",
+            "-b", "white", *args, check=True)  # fmt: skip
+        made[name] = out
+    assert _progressive(made["progressive"]) and not _progressive(made["plain"])
+    record = FORMATS["jpeg"].record(made["progressive"])
+    assert record is not None and record.settings is not None
+    assert "progressive" in record.settings.summary  # a rerun without it makes it again
+
+
+def test_progressive_in_a_preset_round_trips(tmp_path: Path) -> None:
+    from bgremover.export.presets import save_preset, values_of
+
+    options, fmt = options_from({"progressive": "yes", "background": "white", "format": "jpg"})
+    assert options.progressive and fmt == "jpeg"
+    assert values_of(options, fmt) == {"background": "#ffffffff", "progressive": True,
+                                       "format": "jpeg"}  # fmt: skip
+    path = save_preset("web-jpeg", values_of(options, fmt), folder=tmp_path)
+    assert "progressive = true" in path.read_text()
+    assert options_from(read_preset(path).values) == (options, "jpeg")
+    assert not options_from({"progressive": "no"})[0].progressive
+
+
+def test_progressive_is_a_placed_check_box_of_the_export_panel(
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("PySide6")
+    from bgremover.gui.export_panel import ExportPanel
+    from bgremover.gui.settings import Settings, export_fields
+
+    monkeypatch.setenv("BGREMOVER_PRESETS", str(tmp_path / "presets"))
+    panel = ExportPanel(Settings())
+    qtbot.addWidget(panel)
+    box = panel.switch_boxes["progressive"]
+    assert (box.text(), box.toolTip()) == (OPTIONS["progressive"].label, OPTIONS["progressive"].tip)
+    row = box.parentWidget()
+    assert row is not None and panel.form.getWidgetPosition(row)[0] >= 0  # placed in a row
+    assert not box.isEnabled()  # PNG: progressive is JPEG's
+    jpeg = Settings(output_format="jpeg", background="#ffffff")
+    panel.show_settings(jpeg)
+    assert box.isEnabled() and not box.isChecked()
+    with qtbot.waitSignal(panel.changed) as signal:
+        box.setChecked(True)
+    assert signal.args[0] == {"progressive": True, "preset": ""}
+    chosen = Settings(**export_fields({"progressive": "yes", "background": "white"}))
+    assert chosen.progressive and chosen.compose().progressive
+    assert chosen.values()["progressive"] is True
+
+
+def test_progressive_over_http_is_a_progressive_jpeg(tiny_model: Path) -> None:
+    from test_serve import removebg
+    from test_serve_hostile import running_model
+
+    from bgremover.serve.params import PARAMETERS
+
+    assert "progressive" in PARAMETERS
+    with running_model(str(tiny_model)) as server:
+        on = removebg(server, SAMPLE, format="jpg", bg_color="fff", progressive="true")
+        off = removebg(server, SAMPLE, format="jpg", bg_color="fff", progressive="false")
+        png = removebg(server, SAMPLE, format="png", progressive="true")
+        bad = removebg(server, SAMPLE, progressive="maybe")
+    assert on.status_code == 200 and _progressive(on.content)
+    assert off.status_code == 200 and not _progressive(off.content)
+    assert png.status_code == 200 and png.headers["content-type"] == "image/png"
+    assert bad.status_code == 400 and "progressive is on or off" in bad.text

@@ -794,6 +794,17 @@ EXPORT_OPTIONS: tuple[ExportOption, ...] = (
         "Leave out the photo's EXIF data (camera, place, time); its colour profile stays",
         row="file",
     ),
+    switch(
+        "progressive",
+        "write a JPEG progressively (a coarse picture first, sharpened as it loads); PNG, "
+        "WebP and TIFF are unaffected",
+        "Progressive",
+        "A JPEG that a web page shows coarse at once, then sharper as it loads; the other "
+        "formats are unaffected",
+        http="progressive",
+        row="file",
+        formats=("jpeg",),
+    ),
 )
 
 #: The records by key.
@@ -813,6 +824,7 @@ if TYPE_CHECKING:  # what mypy reads; a test holds it to SWITCHES, one line per 
         decontaminate: bool = False
         lossless: bool = False
         strip_metadata: bool = False
+        progressive: bool = False
 
 else:
     #: The base of ComposeOptions and of the app's Settings: one bool field per switch of

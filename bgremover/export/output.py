@@ -481,7 +481,7 @@ def _encode_jpeg(
         )
     if img.mode not in ("L", "RGB"):
         img = img.convert("RGB")
-    save = dict(fmt.pillow)
+    save = dict(fmt.pillow, progressive=options is not None and options.progressive)
     quality = options.quality if options is not None else None
     save.update(quality=quality or DEFAULT_QUALITY["jpeg"])
     if record is not None:
