@@ -67,6 +67,19 @@ def test_a_word_that_is_neither_is_refused_in_words() -> None:
     assert parse_shadow("yes") is not None and parse_shadow("soft") is not None
 
 
+@pytest.fixture()
+def export_panel(qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The app's Export panel on default settings, with a presets folder of the test's own."""
+    pytest.importorskip("PySide6")
+    from bgremover.gui.export_panel import ExportPanel
+    from bgremover.gui.settings import Settings
+
+    monkeypatch.setenv("BGREMOVER_PRESETS", str(tmp_path / "presets"))
+    panel = ExportPanel(Settings())
+    qtbot.addWidget(panel)
+    return panel
+
+
 def _preset(folder: Path, name: str, text: str) -> Path:
     folder.mkdir(exist_ok=True)
     path = folder / f"{name}.toml"
@@ -433,16 +446,10 @@ def test_greyscale_on_the_command_line(tmp_path: Path, tiny_model: Path) -> None
     assert "greyscale" in record.settings.summary
 
 
-def test_greyscale_is_a_check_box_of_the_export_panel(
-    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytest.importorskip("PySide6")
-    from bgremover.gui.export_panel import ExportPanel
+def test_greyscale_is_a_check_box_of_the_export_panel(qtbot, export_panel) -> None:
     from bgremover.gui.settings import Settings, export_fields
 
-    monkeypatch.setenv("BGREMOVER_PRESETS", str(tmp_path / "presets"))
-    panel = ExportPanel(Settings())
-    qtbot.addWidget(panel)
+    panel = export_panel
     box = panel.switch_boxes["greyscale"]
     assert box.text() == "Black and white" and not box.isChecked()
     effects = panel.shadow_box.parentWidget()  # the Effects row; the records' effects below
@@ -512,16 +519,10 @@ def test_progressive_in_a_preset_round_trips(tmp_path: Path) -> None:
     assert not options_from({"progressive": "no"})[0].progressive
 
 
-def test_progressive_is_a_placed_check_box_of_the_export_panel(
-    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytest.importorskip("PySide6")
-    from bgremover.gui.export_panel import ExportPanel
+def test_progressive_is_a_placed_check_box_of_the_export_panel(qtbot, export_panel) -> None:
     from bgremover.gui.settings import Settings, export_fields
 
-    monkeypatch.setenv("BGREMOVER_PRESETS", str(tmp_path / "presets"))
-    panel = ExportPanel(Settings())
-    qtbot.addWidget(panel)
+    panel = export_panel
     box = panel.switch_boxes["progressive"]
     assert (box.text(), box.toolTip()) == (OPTIONS["progressive"].label, OPTIONS["progressive"].tip)
     row = box.parentWidget()
