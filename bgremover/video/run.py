@@ -1,6 +1,7 @@
 """A clip through the engine, in one pipelined pass: a thread decodes ahead, another runs
-each frame through the same Remover as a photo (its session, int8 and guard, providers,
-refinement), and the file is encoded behind them. The queues between them are short, so
+the model on each frame, a third finishes it as a photo's result is finished (the mask,
+refinement, composing; the same Remover: its session, int8 and guard, providers), and the
+file is encoded behind them. The queues between them are short, so
 memory stays the same whatever the clip's length."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -168,11 +169,16 @@ def remove_clip(
     count: list[int] = [0]
     last: list[int | None] = [None]
 
-    def cutouts(frames: Iterator[ClipFrame]) -> Iterator[tuple[np.ndarray, int | None]]:
+    def inferred(frames: Iterator[ClipFrame]) -> Iterator[tuple[ClipFrame, Any, Any, Any]]:
         for frame in frames:
             loaded = from_array(frame.rgb)
             batch, _ = remover.prepare(loaded)
-            raw, found = remover.infer_checked(batch)
+            yield (frame, loaded, *remover.infer_checked(batch))
+
+    def cutouts(
+        stream: Iterator[tuple[ClipFrame, Any, Any, Any]],
+    ) -> Iterator[tuple[np.ndarray, int | None]]:
+        for frame, loaded, raw, found in stream:
             result = remover.finish(loaded, raw, {}, None, found)
             if steadier is not None:
                 result = replace(result, alpha=steadier(frame.rgb, result.alpha))
@@ -192,7 +198,8 @@ def remove_clip(
                 fix="Check that the file plays to its end; re-export it if it does not.",
             )
 
-    made = ahead(cutouts(ahead(read_frames(source))))
+    # Four threads: decoding, the model, finishing (mask, refinement, composing), encoding.
+    made = ahead(cutouts(ahead(inferred(ahead(read_frames(source))))))
     how = None
     if fmt is None:
         from PIL import Image
