@@ -1,8 +1,8 @@
 """A clip through the engine, in one pipelined pass: a thread decodes ahead, another runs
 the model on each frame, a third finishes it as a photo's result is finished (the mask,
 refinement, composing; the same Remover: its session, int8 and guard, providers), and the
-file is encoded behind them. The queues between them are short, so
-memory stays the same whatever the clip's length."""
+file is encoded behind them. The queues between them are short, so memory stays the
+same whatever the clip's length."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 #: Frames held between two stages: enough to keep each busy, few enough that a 4K
-#: clip's queues stay under 200 MB.
-DEPTH = 4
+#: clip's three queues hold about 220 MB (RGB frames, the frame and its model input,
+#: RGBA cutouts: 2 of each).
+DEPTH = 2
 #: An MP4 has no transparency: the subject goes on white unless a background is given.
 MP4_BACKGROUND = (255, 255, 255, 255)
 
