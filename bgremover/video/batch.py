@@ -62,9 +62,10 @@ def clip_events(
         if decision.detail:
             log.info("%s", decision.detail)
         try:
-            result = remove_clip(remover, clip.source, clip.output, options, audio=audio,
-                                 max_megapixels=settings.max_megapixels,
-                                 progress=_shown(clip.source.name, show))  # fmt: skip
+            result = remove_clip(
+                remover, clip.source, clip.output, options, audio=audio, record=wanted,
+                max_megapixels=settings.max_megapixels, progress=_shown(clip.source.name, show),
+            )  # fmt: skip
         except Exception as exc:
             yield ItemFailed.of(index, total, job, exc)
             continue

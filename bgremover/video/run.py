@@ -154,18 +154,21 @@ def remove_clip(
     steady: bool = False,
     max_megapixels: float | None = None,
     progress: Callable[[int, int], None] | None = None,
+    record: SourceRecord | None = None,
 ) -> ClipDone:
     """Cut the subject out of every frame of ``source`` into ``target``: a ``.webm``
     (VP9 with alpha), ``.mov`` (ProRes 4444 with alpha), ``.mp4`` (on the options'
     background, white by default) or, without a suffix, a folder of PNG frames.
     Each frame's mask is its own, as a photo's would be; with ``steady``, it is kept
     steady from frame to frame (:mod:`.steady`).
-    ``progress(done, total)`` hears of each frame (total 0 where the clip does not say)."""
+    ``progress(done, total)`` hears of each frame (total 0 where the clip does not say).
+    ``record`` is what the output records (:func:`clip_source`'s, when the caller has it)."""
     start = time.perf_counter()
     info = probe(source, max_megapixels)
     fmt = video_format(target)
     options = clip_options(options, alpha=fmt is None or fmt.alpha)
-    record = clip_source(remover, source, target, options, audio=audio, steady=steady)
+    if record is None:
+        record = clip_source(remover, source, target, options, audio=audio, steady=steady)
     steadier = Steady() if steady else None
     count: list[int] = [0]
     last: list[int | None] = [None]

@@ -59,9 +59,6 @@ class Steady:
         #: How many frames started again (the first one and each cut).
         self.resets = 0
 
-    def reset(self) -> None:
-        self._grey = self._alpha = None
-
     def __call__(self, rgb: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         """The steadied alpha of the next frame (``rgb``, its own ``alpha``: uint8)."""
         return self.step(small_grey(rgb), alpha)
