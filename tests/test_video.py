@@ -158,8 +158,9 @@ def test_mp4_puts_the_subject_on_the_background_white_by_default(remover, tmp_pa
 def test_png_frames_in_a_folder_one_per_frame(remover, tmp_path):
     from PIL import Image
 
-    clip = make_clip(tmp_path / "in.mp4", frames=5, audio=None)
+    clip = make_clip(tmp_path / "in.mp4", frames=5, audio="aac")
     done = remove_clip(remover, clip, tmp_path / "frames")
+    assert done.audio == "left out"  # PNG frames hold no sound (the batch says so)
     names = sorted(p.name for p in (tmp_path / "frames").glob("*.png"))
     assert done.frames == 5 and names == [f"{i:06d}.png" for i in range(5)]
     for i, name in enumerate(names):
@@ -389,3 +390,9 @@ def test_remove_on_a_folder_makes_its_clips_and_photos_and_a_rerun_skips_both(ti
     assert "2 already done" in again.stderr, again.stderr
     redo = cli(*args, "--video-format", "mov", "--no-audio")
     assert "1 redone: settings changed" in redo.stderr, redo.stderr
+    frames = cli(*args, "--video-format", "png")
+    assert "walk.mp4: PNG frames hold no sound" not in frames.stderr  # it has none
+    (shoot / "day2" / "walk.mp4").unlink()
+    make_clip(shoot / "talk.mp4", frames=2, audio="aac")
+    frames = cli(*args, "--video-format", "png")
+    assert "talk.mp4: PNG frames hold no sound, so its sound was left out" in frames.stderr

@@ -22,7 +22,7 @@ from ..engine.batch import (
 )
 from ..engine.batch_report import FAIL, SKIP, resume_decision
 from ..engine.plan import Job
-from .run import clip_options, clip_source, remove_clip
+from .run import LEFT_OUT, clip_options, clip_source, remove_clip
 from .writer import existing_clip, video_format
 
 if TYPE_CHECKING:
@@ -70,6 +70,9 @@ def clip_events(
             yield ItemFailed.of(index, total, job, exc)
             continue
         log.info("%s: %d frames at %.1f frames/s", clip.source, result.frames, result.fps)
+        if result.audio == LEFT_OUT:
+            log.warning("%s: PNG frames hold no sound, so its sound was left out (write "
+                        ".webm, .mov or .mp4 to keep it)", clip.source)  # fmt: skip
         size = clip.output.stat().st_size if clip.output.is_file() else 0
         yield ItemDone(index, total, job, {"clip": result.seconds}, size, result.seconds,
                        redone=decision.reason)  # fmt: skip

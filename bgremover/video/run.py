@@ -34,6 +34,8 @@ T = TypeVar("T")
 #: clip's three queues hold about 220 MB (RGB frames, the frame and its model input,
 #: RGBA cutouts: 2 of each).
 DEPTH = 2
+#: What became of a clip's sound in a folder of PNG frames, which cannot hold it.
+LEFT_OUT = "left out"
 #: An MP4 has no transparency: the subject goes on white unless a background is given.
 MP4_BACKGROUND = (255, 255, 255, 255)
 
@@ -46,7 +48,8 @@ class ClipDone:
     target: Path
     frames: int
     seconds: float
-    #: "copied", "encoded", or None (the source had none, or the output holds none).
+    #: "copied", "encoded", LEFT_OUT (PNG frames hold no sound), or None (none asked
+    #: for, or the clip has none).
     audio: str | None
 
     @property
@@ -211,6 +214,7 @@ def remove_clip(
         with frame_folder(target, record) as work:
             for index, (pixels, _) in enumerate(made):
                 Image.fromarray(pixels).save(work / f"{index:06d}.png", compress_level=1)
+        how = LEFT_OUT if audio and info.audio else None
     else:
         how = write_clip(target, fmt, info, made, audio, record)
     return ClipDone(source, target, count[0], time.perf_counter() - start, how)
