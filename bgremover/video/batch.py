@@ -5,10 +5,10 @@ photos and clips in one loop and one summary."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..engine.batch import (
@@ -94,36 +94,13 @@ def _shown(name: str, show: Callable[[str], None] | None) -> Callable[[int, int]
 def with_clips(
     clips: Iterable[ItemDone | ItemSkipped | ItemFailed], photos: Iterable[BatchEvent]
 ) -> Iterator[BatchEvent]:
-    """The clips' outcomes, then the photo batch's events, ending in one BatchFinished
-    that counts both."""
+    """The clips' outcomes, then the photo batch's events, ending in one BatchFinished:
+    the one tally of every outcome of both (the photo batch's own end is that tally of
+    its part, so it is left out)."""
     tally, start = Tally(), time.monotonic()
-    for outcome in clips:
-        tally.add(outcome)
-        yield outcome
-    clips_done = tally.finished(time.monotonic() - start)
-    finished = None
-    for event in photos:
-        if isinstance(event, BatchFinished):
-            finished = event
-        else:
+    for event in itertools.chain(clips, photos):
+        if isinstance(event, (ItemDone, ItemSkipped, ItemFailed)):
+            tally.add(event)
+        if not isinstance(event, BatchFinished):
             yield event
-    yield clips_done if finished is None else joined(clips_done, finished)
-
-
-def joined(first: BatchFinished, second: BatchFinished) -> BatchFinished:
-    """Two batches' ends as one."""
-    redone = dict(first.redone)
-    for reason, count in second.redone.items():
-        redone[reason] = redone.get(reason, 0) + count
-    return replace(
-        second,
-        done=first.done + second.done,
-        skipped=first.skipped + second.skipped,
-        failed=first.failed + second.failed,
-        seconds=first.seconds + second.seconds,
-        stopped=first.stopped or second.stopped,
-        failures=first.failures + second.failures,
-        redone=redone,
-        guarded=first.guarded + second.guarded,
-        doubtful=first.doubtful + second.doubtful,
-    )
+    yield tally.finished(time.monotonic() - start)
